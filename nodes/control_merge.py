@@ -1,0 +1,27 @@
+"""`control.merge`: the first option that is not skipped (nor null)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from studio.node import Node, NodeContext
+
+
+class Merge(Node):
+    """Join branches: pass on the first option whose node ran."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    class Inputs(BaseModel):
+        options: list[Any]
+        """References to the branches, in order of preference."""
+
+    class Outputs(BaseModel):
+        value: Any
+        """The first option that is not skipped."""
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        return self.Outputs(value=next((o for o in inputs.options if o is not None), None))

@@ -1,0 +1,32 @@
+"""Prompt assembly shared by the LLM nodes: chat messages or one completion-style text."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from studio.node import Message, render
+
+Form = Literal["chat", "completion"]
+
+
+def chat_messages(
+    system: str, prompt: str, demos: list[dict[str, Any]], output: str, values: dict[str, Any]
+) -> list[Message]:
+    """System message, then each demo as a user/assistant pair, then the real question."""
+    messages = [Message("system", system)] if system else []
+    for demo in demos:
+        messages.append(Message("user", render(prompt, demo)))
+        messages.append(Message("assistant", str(demo.get(output, ""))))
+    messages.append(Message("user", render(prompt, values)))
+    return messages
+
+
+def completion_text(
+    preamble: str, prompt: str, demos: list[dict[str, Any]], output: str, values: dict[str, Any]
+) -> str:
+    """One text the model continues: preamble, solved demos, then the open question."""
+    parts = [preamble.strip()] if preamble.strip() else []
+    for demo in demos:
+        parts.append(render(prompt, demo) + " " + str(demo.get(output, "")))
+    parts.append(render(prompt, values))
+    return "\n\n".join(parts)

@@ -1,0 +1,39 @@
+"""Flowstudio: build, run, trace and optimize LLM workflows written as YAML flows.
+
+Names are imported on first use, so `flowstudio --help` and `validate` start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "CompileError": "studio.errors",
+    "Engine": "studio.engine",
+    "Flow": "studio.spec",
+    "FlowError": "studio.errors",
+    "FlowSpec": "studio.spec",
+    "InputError": "studio.errors",
+    "LoadError": "studio.errors",
+    "MemoryStore": "studio.store",
+    "NodeError": "studio.errors",
+    "Plan": "studio.compiler",
+    "RunResult": "studio.engine",
+    "SQLiteStore": "studio.store",
+    "SpecError": "studio.errors",
+    "TemplateError": "studio.errors",
+    "compile_flow": "studio.compiler",
+    "load_flow": "studio.spec",
+    "load_flow_text": "studio.spec",
+    "run_flow": "studio.runner",
+    "run_flow_async": "studio.runner",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'studio' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -1,0 +1,260 @@
+"""Compile a validated flow into a frozen Plan: node types, configs, wires, types, cycles."""
+
+from __future__ import annotations
+
+import difflib
+import graphlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from jinja2 import TemplateSyntaxError
+from pydantic import ValidationError
+
+from studio import registry, templates
+from studio.errors import CompileError
+from studio.node import Node, TemplateInputs
+from studio.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
+from studio.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec
+from studio.types import PortType, accepts, parse_type, type_of_value
+
+DEFAULT_MODEL = "default"
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One node, ready to run."""
+
+    id: str
+    type: str
+    node: Node
+    inputs: Mapping[str, Any]
+    """Input values with `Ref`s where wires are."""
+    data_deps: frozenset[str]
+    """Nodes whose outputs this node reads."""
+    deps: frozenset[str]
+    """Everything that must finish first: data wires, `when` names and `after`."""
+    when: str | None
+    model: str | None
+    retry: RetrySpec | None
+    timeout_s: float | None
+    cache: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A compiled flow: immutable, in topological order."""
+
+    flow: Flow
+    nodes: Mapping[str, PlanNode]
+    order: tuple[str, ...]
+    inputs: Mapping[str, InputSpec]
+    input_types: Mapping[str, PortType]
+    outputs: Mapping[str, Any]
+    models: Mapping[str, ModelSpec]
+
+    def downstream(self, node_id: str) -> set[str]:
+        """`node_id` and every node that depends on it, directly or not."""
+        found = {node_id}
+        for other in self.order:
+            if self.nodes[other].deps & found:
+                found.add(other)
+        return found
+
+
+class _Compiler:
+    def __init__(self, flow: Flow, model_overrides: Mapping[str, str]) -> None:
+        self.flow = flow
+        self.spec = flow.spec
+        self.models = _apply_overrides(flow, model_overrides)
+        self.input_types = self._input_types()
+        self.instances: dict[str, Node] = {}
+
+    def fail(self, message: str, *path: str | int, node: str | None = None) -> CompileError:
+        field = ".".join(str(p) for p in path) if path else None
+        return CompileError(message, file=self.flow.file, line=self.flow.line_of(*path), node=node, field=field)
+
+    def _input_types(self) -> dict[str, PortType]:
+        types: dict[str, PortType] = {}
+        for name, spec in self.spec.inputs.items():
+            try:
+                types[name] = parse_type(spec.type)
+            except ValueError as err:
+                raise self.fail(str(err), "inputs", name, "type") from None
+        return types
+
+    def compile(self) -> Plan:
+        for node_id, spec in self.spec.nodes.items():
+            self.instances[node_id] = self._instantiate(node_id, spec)
+        plan_nodes = {node_id: self._plan_node(node_id, spec) for node_id, spec in self.spec.nodes.items()}
+        outputs = {name: self._output(name, value) for name, value in self.spec.outputs.items()}
+        order = self._order(plan_nodes)
+        return Plan(
+            flow=self.flow,
+            nodes=MappingProxyType({n: plan_nodes[n] for n in order}),
+            order=order,
+            inputs=MappingProxyType(dict(self.spec.inputs)),
+            input_types=MappingProxyType(self.input_types),
+            outputs=MappingProxyType(outputs),
+            models=MappingProxyType(self.models),
+        )
+
+    def _instantiate(self, node_id: str, spec: NodeSpec) -> Node:
+        node_type = registry.get(spec.type)
+        if node_type is None:
+            hint = registry.suggest(spec.type)
+            extra = f"; did you mean {hint!r}?" if hint else ""
+            raise self.fail(f"unknown node type {spec.type!r}{extra}", "nodes", node_id, "type", node=node_id)
+        try:
+            config = node_type.Config.model_validate(spec.config)
+        except ValidationError as err:
+            first = err.errors(include_url=False)[0]
+            loc = [str(p) for p in first["loc"]]
+            message = f"unknown config field {loc[-1]!r}" if first["type"] == "extra_forbidden" else first["msg"]
+            raise self.fail(message, "nodes", node_id, "config", *loc, node=node_id) from None
+        node = node_type(config)
+        for field, message in node.check():
+            raise self.fail(message, "nodes", node_id, "config", field, node=node_id)
+        for field, source in node.templates():
+            try:
+                templates.check_syntax(source)
+            except TemplateSyntaxError as err:
+                raise self.fail(f"template syntax error: {err.message}", "nodes", node_id, "config", field) from None
+        return node
+
+    def _plan_node(self, node_id: str, spec: NodeSpec) -> PlanNode:
+        node = self.instances[node_id]
+        inputs = {name: parse_value(value) for name, value in spec.inputs.items()}
+        self._check_inputs(node_id, node, inputs)
+        data_deps = {r.node for r in refs_in(inputs) if r.node != FLOW_INPUTS}
+        deps = set(data_deps) | self._when_deps(node_id, spec.when) | self._after_deps(node_id, spec.after)
+        model = self._model(node_id, spec, node)
+        return PlanNode(
+            id=node_id,
+            type=spec.type,
+            node=node,
+            inputs=MappingProxyType(inputs),
+            data_deps=frozenset(data_deps),
+            deps=frozenset(deps),
+            when=spec.when,
+            model=model,
+            retry=spec.retry,
+            timeout_s=spec.timeout_s,
+            cache=spec.cache,
+        )
+
+    def _check_inputs(self, node_id: str, node: Node, inputs: dict[str, Any]) -> None:
+        ports = node.input_ports()
+        for name in sorted(node.required_inputs() - set(inputs)):
+            what = "template variable" if _accepts_any_input(node) else "required input"
+            raise self.fail(f"{what} {name!r} has no input", "nodes", node_id, "inputs", node=node_id)
+        for name, value in inputs.items():
+            where = ("nodes", node_id, "inputs", name)
+            if name not in ports and not _accepts_any_input(node):
+                close = difflib.get_close_matches(name, list(ports), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; its inputs are {sorted(ports)}"
+                raise self.fail(f"node type {node_id!r} has no input {name!r}{hint}", *where, node=node_id)
+            target = ports.get(name, PortType("any"))
+            self._check_value(node_id, name, value, target, where)
+
+    def _check_value(self, node_id: str, name: str, value: Any, target: PortType, where: tuple[str, ...]) -> None:
+        if isinstance(value, list) and target.name == "list" and any(isinstance(v, Ref) for v in value):
+            for item in value:
+                self._check_value(node_id, name, item, target.item or PortType("any"), where)
+            return
+        if looks_like_ref(value):
+            raise self.fail(
+                f"{value!r} is not a valid reference (write $node.port or $inputs.name; $$ for a literal $)", *where
+            )
+        source = self._type_of(value, where) if isinstance(value, Ref) else type_of_value(value)
+        if refs_in(value) and not isinstance(value, Ref):
+            return
+        if not accepts(target, source):
+            what = f"{value} ({source})" if isinstance(value, Ref) else f"literal of type {source}"
+            raise self.fail(f"type mismatch: {what} cannot feed {node_id}.{name} ({target})", *where, node=node_id)
+
+    def _type_of(self, ref: Ref, where: tuple[str, ...]) -> PortType:
+        if ref.node == FLOW_INPUTS:
+            if ref.port not in self.input_types:
+                raise self.fail(
+                    f"{ref} refers to an undeclared flow input; declared: {sorted(self.input_types)}", *where
+                )
+            return self.input_types[ref.port]
+        if ref.node not in self.instances:
+            close = difflib.get_close_matches(ref.node, list(self.instances), n=1)
+            hint = f"; did you mean ${close[0]}.{ref.port}?" if close else ""
+            raise self.fail(f"{ref} refers to a missing node {ref.node!r}{hint}", *where)
+        ports = self.instances[ref.node].output_ports()
+        if ref.port not in ports:
+            raise self.fail(
+                f"{ref}: node {ref.node!r} has no output {ref.port!r}; its outputs are {sorted(ports)}", *where
+            )
+        return ports[ref.port]
+
+    def _when_deps(self, node_id: str, when: str | None) -> set[str]:
+        if when is None:
+            return set()
+        where = ("nodes", node_id, "when")
+        try:
+            names = templates.expression_names(when)
+        except TemplateSyntaxError as err:
+            raise self.fail(f"invalid `when` expression: {err.message}", *where, node=node_id) from None
+        for name in names - {FLOW_INPUTS}:
+            if name not in self.instances:
+                raise self.fail(f"`when` reads {name!r}, which is not a node id or `inputs`", *where, node=node_id)
+        return names - {FLOW_INPUTS}
+
+    def _after_deps(self, node_id: str, after: list[str]) -> set[str]:
+        for i, other in enumerate(after):
+            if other not in self.instances:
+                raise self.fail(f"`after` names a missing node {other!r}", "nodes", node_id, "after", i, node=node_id)
+        return set(after)
+
+    def _model(self, node_id: str, spec: NodeSpec, node: Node) -> str | None:
+        if not node.uses_model:
+            if spec.model is not None:
+                raise self.fail(f"node type {spec.type!r} calls no model", "nodes", node_id, "model", node=node_id)
+            return None
+        alias = spec.model or DEFAULT_MODEL
+        if alias not in self.models:
+            where = ("nodes", node_id, "model") if spec.model else ("nodes", node_id)
+            raise self.fail(f"model alias {alias!r} is not defined under `models:`", *where, node=node_id)
+        return alias
+
+    def _output(self, name: str, value: Any) -> Any:
+        parsed = parse_value(value)
+        for ref in refs_in(parsed):
+            self._type_of(ref, ("outputs", name))
+        return parsed
+
+    def _order(self, plan_nodes: dict[str, PlanNode]) -> tuple[str, ...]:
+        sorter = graphlib.TopologicalSorter({n: p.deps for n, p in plan_nodes.items()})
+        try:
+            return tuple(sorter.static_order())
+        except graphlib.CycleError as err:
+            cycle = list(dict.fromkeys(err.args[1]))
+            path = " -> ".join([*cycle, cycle[0]])
+            raise self.fail(
+                f"the graph has a cycle: {path}; use control.loop for repetition", "nodes", cycle[0], node=cycle[0]
+            ) from None
+
+
+def _accepts_any_input(node: Node) -> bool:
+    return issubclass(node.Inputs, TemplateInputs)
+
+
+def _apply_overrides(flow: Flow, overrides: Mapping[str, str]) -> dict[str, ModelSpec]:
+    models = dict(flow.spec.models)
+    for alias, model in overrides.items():
+        if alias in models and models[alias].model == model:
+            continue
+        base = models.get(alias)
+        settings = base.model_dump(exclude_unset=True, exclude={"model", "script"}) if base else {}
+        models[alias] = ModelSpec.model_validate({**settings, "model": model})
+    return models
+
+
+def compile_flow(flow: Flow, model_overrides: Mapping[str, str] | None = None) -> Plan:
+    """Check a flow and return its frozen Plan; raises CompileError naming file, line and field."""
+    return _Compiler(flow, model_overrides or {}).compile()

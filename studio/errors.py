@@ -1,0 +1,68 @@
+"""Typed errors. Each carries where the problem is: file, line, node and field."""
+
+from __future__ import annotations
+
+
+class FlowError(Exception):
+    """Base of every error a user can cause. The CLI turns it into exit code 2."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        node: str | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.node = node
+        self.field = field
+
+    def where(self) -> str:
+        """`flow.yaml:12` plus the field path, as far as known."""
+        place = self.file or "<flow>"
+        if self.line is not None:
+            place += f":{self.line}"
+        if self.field:
+            place += f" at {self.field}"
+        elif self.node:
+            place += f" in node {self.node}"
+        return place
+
+    def __str__(self) -> str:
+        return f"{self.where()}: {self.message}"
+
+
+class LoadError(FlowError):
+    """The file is not acceptable YAML (unsafe, too big, too deep, duplicate keys)."""
+
+
+class SpecError(FlowError):
+    """The document does not match the flow schema."""
+
+
+class CompileError(FlowError):
+    """The flow is well-formed but inconsistent: types, references, cycles."""
+
+
+class NodeError(Exception):
+    """A node failed at run time. `kind` names the failure class for traces."""
+
+    def __init__(self, message: str, *, kind: str = "node_error") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class TemplateError(NodeError):
+    """A template failed to render, or tried to leave the sandbox."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, kind="template_error")
+
+
+class InputError(FlowError):
+    """A run was given inputs that do not match the flow's declared inputs."""

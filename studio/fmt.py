@@ -1,0 +1,51 @@
+"""`flowstudio fmt`: canonical key order and indentation, comments and styles kept.
+
+Writing goes through ruamel.yaml's round-trip mode, which keeps comments, quoting and flow
+style, so formatting a reviewed file changes only what is out of order.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+TOP_ORDER = ["flowstudio", "name", "description", "inputs", "outputs", "models", "nodes"]
+NODE_ORDER = ["type", "description", "model", "when", "after", "inputs", "config", "retry", "timeout_s", "cache"]
+MODEL_ORDER = ["model", "temperature", "max_tokens", "stop", "api_key", "api_base", "fallbacks"]
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _reorder(mapping: Any, order: list[str]) -> None:
+    rank = {key: i for i, key in enumerate(order)}
+    keys = sorted(mapping.keys(), key=lambda k: (rank.get(k, len(order)), list(mapping.keys()).index(k)))
+    for key in keys:
+        mapping.move_to_end(key)
+
+
+def _normalise(document: Any) -> None:
+    _reorder(document, TOP_ORDER)
+    for node in (document.get("nodes") or {}).values():
+        if hasattr(node, "move_to_end"):
+            _reorder(node, NODE_ORDER)
+    for model in (document.get("models") or {}).values():
+        if hasattr(model, "move_to_end"):
+            _reorder(model, MODEL_ORDER)
+
+
+def format_text(text: str) -> str:
+    """The canonical form of a flow file's text (call only on a validated flow)."""
+    yaml = _yaml()
+    document = yaml.load(text)
+    _normalise(document)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()

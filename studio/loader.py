@@ -1,0 +1,195 @@
+"""Safe YAML loading: caps on size, aliases, depth and nodes; YAML 1.2 scalars; line map.
+
+Nothing here constructs Python objects from tags: only the core scalar types, lists and
+string-keyed mappings come out, so opening a file never runs code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import BaseResolver
+from yaml.scanner import Scanner
+
+from studio.errors import LoadError
+
+MAX_BYTES = 1024 * 1024
+MAX_ALIASES = 100
+MAX_DEPTH = 64
+MAX_NODES = 100_000
+
+PathKey = tuple[str | int, ...]
+
+_CORE_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:seq",
+    "tag:yaml.org,2002:map",
+}
+
+
+class _CoreResolver(BaseResolver):
+    """YAML 1.2 core schema: `yes`/`no`/`on`/`off`, dates and `012` stay strings."""
+
+
+_CoreResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+_CoreResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:null", re.compile(r"^(?:~|null|Null|NULL|)$"), ["~", "n", "N", ""]
+)
+_CoreResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:int",
+    re.compile(r"^(?:[-+]?(?:0|[1-9][0-9]*)|0x[0-9a-fA-F]+)$"),
+    list("-+0123456789"),
+)
+_CoreResolver.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+\.[0-9]*)(?:[eE][-+]?[0-9]+)?|[-+]?[0-9]+[eE][-+]?[0-9]+"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+    ),
+    list("-+0123456789."),
+)
+
+
+class _CappedLoader(Reader, Scanner, Parser, Composer, SafeConstructor, _CoreResolver):
+    """Composes a node graph while counting aliases and depth."""
+
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        _CoreResolver.__init__(self)
+        self.aliases = 0
+        self.depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise LoadError(f"more than {MAX_ALIASES} aliases", line=mark.line + 1)
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", line=mark.line + 1)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+@dataclass(frozen=True)
+class Document:
+    """A loaded YAML document and the line of every value in it."""
+
+    data: Any
+    lines: dict[PathKey, int]
+    file: str
+
+    def line_of(self, path: PathKey) -> int | None:
+        """The line of `path`, or of its nearest ancestor that has one."""
+        for end in range(len(path), -1, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return line
+        return None
+
+
+class _Builder:
+    """Turns composed nodes into plain data, refusing what is not plain data."""
+
+    def __init__(self, loader: _CappedLoader) -> None:
+        self.loader = loader
+        self.lines: dict[PathKey, int] = {}
+        self.count = 0
+
+    def build(self, node: Node, path: PathKey) -> Any:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise LoadError(f"more than {MAX_NODES} values (an alias bomb?)", line=_line(node))
+        if node.tag not in _CORE_TAGS:
+            raise LoadError(f"tag {node.tag!r} is not allowed; only plain YAML data is", line=_line(node))
+        self.lines.setdefault(path, _line(node))
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, SequenceNode):
+            return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
+        assert isinstance(node, ScalarNode)
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: MappingNode, path: PathKey) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.build(key_node, path)
+            if not isinstance(key, str):
+                raise LoadError(f"mapping key {key!r} must be a string", line=_line(key_node))
+            if key in result:
+                raise LoadError(f"duplicate key {key!r}", line=_line(key_node), field=_dotted((*path, key)))
+            self.lines[(*path, key)] = _line(key_node)
+            result[key] = self.build(value_node, (*path, key))
+        return result
+
+
+def _line(node: Node) -> int:
+    return int(node.start_mark.line) + 1
+
+
+def _dotted(path: PathKey) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def loads(text: str, file: str = "<string>") -> Document:
+    """Parse one YAML document from `text` under the safety rules."""
+    if len(text.encode("utf-8")) > MAX_BYTES:
+        raise LoadError(f"file is larger than {MAX_BYTES // 1024} KiB", file=file, line=1)
+    loader = _CappedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            raise LoadError("the file is empty", file=file, line=1)
+        builder = _Builder(loader)
+        data = builder.build(node, ())
+    except LoadError as err:
+        err.file = file
+        raise
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = mark.line + 1 if mark else None
+        raise LoadError(f"invalid YAML: {err.problem or err}", file=file, line=line) from None
+    except yaml.YAMLError as err:
+        raise LoadError(f"invalid YAML: {err}", file=file) from None
+    finally:
+        loader.dispose()
+    return Document(data=data, lines=builder.lines, file=file)
+
+
+def load_file(path: str | Path) -> Document:
+    """Read and parse a flow file, checking its size before parsing it."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise LoadError(f"cannot read the file: {err.strerror}", file=str(path)) from None
+    if size > MAX_BYTES:
+        raise LoadError(f"file is larger than {MAX_BYTES // 1024} KiB ({size} bytes)", file=str(path), line=1)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise LoadError(f"file is not UTF-8: {err.reason}", file=str(path)) from None
+    return loads(text, file=str(path))

@@ -1,0 +1,82 @@
+"""The model-client interface every provider implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant"]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Role
+    content: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call to a model: chat `messages`, or a completion-style `prompt`."""
+
+    messages: tuple[Message, ...] = ()
+    prompt: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 256
+    stop: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """All text sent to the model, as scripted rules and token counts see it."""
+        if self.prompt is not None:
+            return self.prompt
+        return "\n".join(m.content for m in self.messages)
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stop": list(self.stop),
+        }
+        if self.prompt is not None:
+            body["prompt"] = self.prompt
+        else:
+            body["messages"] = [m.as_dict() for m in self.messages]
+        if self.extra:
+            body["extra"] = self.extra
+        return body
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float = 0.0
+    finish_reason: str = "stop"
+    top_logprobs: list[dict[str, float]] | None = None
+    """Per generated position, the most likely tokens and their natural-log probabilities.
+
+    Only filled when the request asked for them (`extra={"top_logprobs": N}`) and the
+    provider can give them; None otherwise.
+    """
+
+
+class ModelError(Exception):
+    """A provider call failed; `kind` decides whether it is retried."""
+
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry_after_s = retry_after_s
+
+
+class ModelClient(Protocol):
+    """Anything that answers a `Request` with a `Completion`."""
+
+    name: str
+
+    async def complete(self, request: Request) -> Completion: ...

@@ -1,0 +1,119 @@
+"""The `scripted` model: deterministic rules for tests, demos and fault drills.
+
+Set FLOWSTUDIO_SCRIPTED_LEDGER to a file path and every call is appended to it as one JSON
+line, a record kept outside the store (crash drills count calls with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+
+from pydantic import TypeAdapter, ValidationError
+
+from studio.errors import SpecError
+from studio.loader import load_file
+from studio.models.base import Completion, ModelError, Request
+from studio.spec import ModelSpec, ScriptRule
+
+LEDGER_ENV = "FLOWSTUDIO_SCRIPTED_LEDGER"
+_RULES = TypeAdapter(list[ScriptRule])
+
+
+def count_tokens(text: str) -> int:
+    """Scripted models count tokens by whitespace."""
+    return len(text.split())
+
+
+class ScriptedModel:
+    """Answers by the first rule whose regex matches the rendered prompt."""
+
+    def __init__(
+        self,
+        rules: list[ScriptRule],
+        name: str = "scripted",
+        input_cost_per_token: float = 0.0,
+        output_cost_per_token: float = 0.0,
+    ) -> None:
+        self.name = name
+        self.rules = rules
+        self.input_cost = input_cost_per_token
+        self.output_cost = output_cost_per_token
+        self._failures: dict[int, int] = {}
+        self._patterns = [re.compile(r.match) if r.match else None for r in rules]
+
+    async def complete(self, request: Request) -> Completion:
+        text = request.text
+        for index, rule in enumerate(self.rules):
+            pattern = self._patterns[index]
+            if pattern is not None and not pattern.search(text):
+                continue
+            if rule.delay_s:
+                await asyncio.sleep(rule.delay_s)
+            if rule.error is not None and self._should_fail(index, rule):
+                _ledger(self.name, text, error=rule.error.kind)
+                raise ModelError(rule.error.kind, f"scripted {rule.error.kind} error", rule.error.retry_after_s)
+            if rule.reply is None:
+                continue
+            _ledger(self.name, text, reply=rule.reply)
+            return self._completion(text, rule.reply)
+        raise ModelError("server", "scripted model: no rule matched the prompt")
+
+    def _should_fail(self, index: int, rule: ScriptRule) -> bool:
+        assert rule.error is not None
+        if rule.error.times is None:
+            return True
+        done = self._failures.get(index, 0)
+        if done >= rule.error.times:
+            return False
+        self._failures[index] = done + 1
+        return True
+
+    def _completion(self, prompt: str, reply: str) -> Completion:
+        tokens_in, tokens_out = count_tokens(prompt), count_tokens(reply)
+        cost = tokens_in * self.input_cost + tokens_out * self.output_cost
+        return Completion(text=reply, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
+
+
+def _ledger(name: str, prompt: str, **fields: str) -> None:
+    path = os.environ.get(LEDGER_ENV)
+    if not path:
+        return
+    line = json.dumps({"model": name, "prompt": prompt, **fields})
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def from_spec(spec: ModelSpec, base_dir: Path) -> ScriptedModel:
+    """Build a scripted model from an alias: inline `script:` or `scripted/PATH`."""
+    prices = {
+        "input_cost_per_token": spec.input_cost_per_token or 0.0,
+        "output_cost_per_token": spec.output_cost_per_token or 0.0,
+    }
+    if spec.model == "scripted":
+        return ScriptedModel(spec.script or [], name="scripted", **prices)
+    path = _script_path(spec.model.removeprefix("scripted/"), base_dir)
+    document = load_file(path)
+    data = document.data
+    if isinstance(data, dict):
+        prices = {k: float(data.get(k, v)) for k, v in prices.items()}
+        data = data.get("script", [])
+    try:
+        rules = _RULES.validate_python(data)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        loc = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
+        raise SpecError(first["msg"], file=str(path), line=document.line_of(("script", *loc))) from None
+    return ScriptedModel(rules, name=spec.model, **prices)
+
+
+def _script_path(name: str, base_dir: Path) -> Path:
+    for candidate in (Path(name), base_dir / name):
+        if candidate.is_file():
+            return candidate
+    raise SpecError(f"scripted model file {name!r} not found (looked in . and {base_dir})", field="model")

@@ -1,0 +1,18 @@
+"""The JSON Schema of flow files, generated from the pydantic models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio import registry
+from studio.spec import FlowSpec
+
+SCHEMA_ID = "https://flowstudio.dev/schema/flow-1.json"
+
+
+def flow_schema() -> dict[str, Any]:
+    """FlowSpec's schema, with the registered node types listed for editors."""
+    schema = FlowSpec.model_json_schema()
+    node_type = schema["$defs"]["NodeSpec"]["properties"]["type"]
+    node_type["examples"] = registry.keys()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}

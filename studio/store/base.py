@@ -1,0 +1,110 @@
+"""What the engine and the viewers need from a store, and the records they exchange.
+
+Records are JSON-ready dataclasses: the store never pickles anything.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+RunStatus = Literal["running", "succeeded", "failed", "waiting"]
+StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
+
+
+def now() -> str:
+    """UTC timestamp with microseconds, ISO 8601."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass
+class RunRecord:
+    """One execution of a flow."""
+
+    run_id: str
+    flow: str
+    flow_path: str | None
+    flow_hash: str
+    inputs: dict[str, Any]
+    status: RunStatus = "running"
+    outputs: dict[str, Any] | None = None
+    error: str | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    steps: int = 0
+    started_at: str = field(default_factory=now)
+    ended_at: str | None = None
+    parent_run_id: str | None = None
+    experiment_id: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CallRecord:
+    """One model call made by a step."""
+
+    node: str
+    model: str
+    request: dict[str, Any]
+    response: str | None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cache_hit: bool = False
+    error: str | None = None
+    started_at: str = field(default_factory=now)
+
+
+@dataclass
+class StepRecord:
+    """One node execution (or skip) within a run."""
+
+    node: str
+    status: StepStatus
+    inputs: dict[str, Any] | None = None
+    outputs: dict[str, Any] | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    attempt: int = 1
+    tokens: int = 0
+    cost_usd: float = 0.0
+    started_at: str = field(default_factory=now)
+    ended_at: str = field(default_factory=now)
+    cached: bool = False
+    reused: bool = False
+
+
+class Store(Protocol):
+    """Runs, their steps and model calls. One finished step is one atomic write."""
+
+    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None: ...
+
+    def flow_text(self, run_id: str) -> str | None: ...
+
+    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None: ...
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        outputs: dict[str, Any] | None,
+        error: str | None,
+    ) -> RunRecord: ...
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]: ...
+
+    def steps(self, run_id: str) -> list[StepRecord]: ...
+
+    def calls(self, run_id: str) -> list[CallRecord]: ...
+
+    def close(self) -> None: ...

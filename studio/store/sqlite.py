@@ -1,0 +1,188 @@
+"""The SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, one transaction per step."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlite_utils
+
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, now
+
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000
+_JSON_COLUMNS = {"inputs", "outputs", "request", "options"}
+_BOOL_COLUMNS = {"cached", "reused", "cache_hit"}
+Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
+
+
+def _migrate_v1(db: sqlite_utils.Database) -> None:
+    db.table("runs").create(
+        {
+            "run_id": str, "flow": str, "flow_path": str, "flow_hash": str, "flow_text": str,
+            "inputs": str, "status": str, "outputs": str, "error": str, "tokens": int,
+            "cost_usd": float, "steps": int, "started_at": str, "ended_at": str,
+            "parent_run_id": str, "experiment_id": str, "options": str,
+        },
+        pk="run_id",
+    )  # fmt: skip
+    db.table("runs").create_index(["started_at"])
+    db.table("runs").create_index(["flow", "started_at"])
+    db.table("steps").create(
+        {
+            "id": int, "run_id": str, "node": str, "status": str, "inputs": str, "outputs": str,
+            "error": str, "error_kind": str, "attempt": int, "tokens": int, "cost_usd": float,
+            "started_at": str, "ended_at": str, "cached": int, "reused": int,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "run_id")],
+    )  # fmt: skip
+    db.table("steps").create_index(["run_id", "id"])
+    db.table("llm_calls").create(
+        {
+            "id": int, "run_id": str, "step_id": int, "node": str, "model": str, "request": str,
+            "response": str, "input_tokens": int, "output_tokens": int, "cost_usd": float,
+            "latency_s": float, "cache_hit": int, "error": str, "started_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "runs", "run_id")],
+    )  # fmt: skip
+    db.table("llm_calls").create_index(["run_id", "id"])
+    db.table("cache").create({"key": str, "model": str, "response": str, "created_at": str}, pk="key")
+    db.table("experiments").create(
+        {"experiment_id": str, "kind": str, "flow": str, "created_at": str, "config": str, "summary": str},
+        pk="experiment_id",
+    )
+
+
+MIGRATIONS = [_migrate_v1]
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """A connection in autocommit mode with the pragmas every writer needs."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
+    row = asdict(record)
+    for key in _JSON_COLUMNS & row.keys():
+        row[key] = json.dumps(row[key]) if row[key] is not None else None
+    for key in _BOOL_COLUMNS & row.keys():
+        row[key] = int(row[key])
+    return row
+
+
+def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
+    names = {f.name for f in fields(cls)}
+    values = {k: v for k, v in row.items() if k in names}
+    for key in _JSON_COLUMNS & values.keys():
+        values[key] = json.loads(values[key]) if values[key] is not None else None
+    for key in _BOOL_COLUMNS & values.keys():
+        values[key] = bool(values[key])
+    if cls is RunRecord and values.get("options") is None:
+        values["options"] = {}
+    return cls(**values)
+
+
+class SQLiteStore:
+    """The default store: one file, many processes, crash-safe."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.conn = connect(self.path)
+        self.db = sqlite_utils.Database(self.conn)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = self.conn.execute("PRAGMA user_version").fetchone()[0]
+            for number in range(version, len(MIGRATIONS)):
+                MIGRATIONS[number](self.db)
+                self.conn.execute(f"PRAGMA user_version = {number + 1}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken with BEGIN IMMEDIATE (no upgrade deadlocks)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def _insert(self, table: str, row: dict[str, Any]) -> int:
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        cursor = self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+        return int(cursor.lastrowid or 0)
+
+    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        row = _to_row(run)
+        row["flow_text"] = flow_text
+        with self.transaction():
+            self._insert("runs", row)
+
+    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        with self.transaction():
+            step_id = self._insert("steps", {"run_id": run_id, **_to_row(step)})
+            for call in calls:
+                self._insert("llm_calls", {"run_id": run_id, "step_id": step_id, **_to_row(call)})
+            self.conn.execute(
+                "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?",
+                (step.tokens, step.cost_usd, run_id),
+            )
+
+    def finish_run(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
+                (status, json.dumps(outputs) if outputs is not None else None, error, now(), run_id),
+            )
+        run = self.get_run(run_id)
+        assert run is not None
+        return run
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
+        return _from_row(RunRecord, rows[0]) if rows else None
+
+    def flow_text(self, run_id: str) -> str | None:
+        rows = list(self.db.query("SELECT flow_text FROM runs WHERE run_id = ?", [run_id]))
+        return rows[0]["flow_text"] if rows else None
+
+    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
+        where, params = [], []
+        if flow is not None:
+            where.append("flow = ?")
+            params.append(flow)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC LIMIT ?"
+        return [_from_row(RunRecord, row) for row in self.db.query(sql, [*params, limit])]
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        rows = self.db.query("SELECT * FROM steps WHERE run_id = ? ORDER BY id", [run_id])
+        return [_from_row(StepRecord, row) for row in rows]
+
+    def calls(self, run_id: str) -> list[CallRecord]:
+        rows = self.db.query("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id])
+        return [_from_row(CallRecord, row) for row in rows]
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,32 @@
+"""SQLite specifics: pragmas, schema version, JSON only."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from studio.store import SQLiteStore
+from studio.store.base import RunRecord, StepRecord
+
+
+def test_pragmas_and_schema_version(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    conn = store.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"runs", "steps", "llm_calls", "cache", "experiments"} <= tables
+    store.close()
+    SQLiteStore(tmp_path / "a.db").close()  # reopening migrates nothing twice
+
+
+def test_values_are_stored_as_json_text(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "a.db")
+    store.create_run(RunRecord("r", "f", None, "h", {"n": [1, 2]}))
+    store.finish_step("r", StepRecord(node="a", status="succeeded", outputs={"text": "<b>hi</b>"}), [])
+    store.close()
+    raw = sqlite3.connect(tmp_path / "a.db")
+    assert raw.execute("SELECT inputs FROM runs").fetchone()[0] == '{"n": [1, 2]}'
+    assert raw.execute("SELECT outputs FROM steps").fetchone()[0] == '{"text": "<b>hi</b>"}'

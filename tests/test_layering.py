@@ -1,0 +1,43 @@
+"""Data flows one way: nodes use only the node API; the engine never imports the app."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+ENGINE_MODULES = ["compiler", "engine", "llm", "node", "spec", "loader", "templates", "store", "models", "runner"]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_nodes_import_only_the_node_api() -> None:
+    for path in (ROOT / "nodes").glob("*.py"):
+        studio = {name for name in _imports(path) if name.startswith("studio")}
+        assert studio <= {"studio.node"}, (path.name, studio)
+
+
+def test_engine_never_imports_streamlit_or_the_app() -> None:
+    for module in ENGINE_MODULES:
+        target = ROOT / "studio" / module
+        paths = list(target.rglob("*.py")) if target.is_dir() else [target.with_suffix(".py")]
+        for path in paths:
+            bad = {n for n in _imports(path) if n.startswith(("streamlit", "studio.app"))}
+            assert not bad, (path, bad)
+
+
+def test_cold_imports_stay_light() -> None:
+    code = "import sys, studio.cli, studio.compiler, studio.spec; print(sorted(m for m in ('litellm', 'xllamacpp', 'streamlit') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
