@@ -1,7 +1,8 @@
 """Accuracy of a flow's `llm.classify` node on a labelled JSONL set.
 
 Cuts the flow down to its classify node (the one whose `label` a flow output reads, or
-`--node`), runs it through the engine once per example and prints ONE JSON object:
+`--node`), runs it through the engine once per example, with the LLM cache off so that
+every call reaches the model, and prints ONE JSON object:
 overall and per-label accuracy, the confusion counts, mean confidence and seconds per call.
 
 Run (from the repository root):
@@ -26,13 +27,15 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_FLOW = ROOT / "flows" / "ticket-triage.yaml"
 DEFAULT_DATA = ROOT / "flows" / "data" / "triage-labelled.jsonl"
+WARM_UP = "Hello."
+"""Classified once before timing starts: loads the model and the node's calibration."""
 
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from nodes.llm_classify import Classify  # noqa: E402
 from studio.compiler import Plan, compile_flow  # noqa: E402
-from studio.engine import Engine  # noqa: E402
+from studio.engine import Engine, RunOptions  # noqa: E402
 from studio.spec import load_flow_text  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
 
@@ -90,14 +93,15 @@ def single_node_plan(flow_path: Path, wanted: str | None) -> tuple[Plan, str, st
 def measure(plan: Plan, input_name: str, examples: list[tuple[str, str]]) -> dict[str, Any]:
     """Run every example and summarise accuracy, confusion, confidence and time."""
     engine = Engine(MemoryStore())
-    engine.run_sync(plan, {input_name: examples[0][0]})
+    options = RunOptions(cache=False)
+    engine.run_sync(plan, {input_name: WARM_UP}, options=options)
     seconds: list[float] = []
     confidences: list[float] = []
     confusion: Counter[tuple[str, str]] = Counter()
     mistakes = []
     for text, gold in examples:
         start = time.perf_counter()
-        result = engine.run_sync(plan, {input_name: text})
+        result = engine.run_sync(plan, {input_name: text}, options=options)
         seconds.append(time.perf_counter() - start)
         if result.status != "succeeded" or result.outputs is None:
             raise SystemExit(f"run failed on {text!r}: {result.error}")

@@ -12,25 +12,31 @@ reply text is mapped to the nearest label and `confidence` is None.
 from __future__ import annotations
 
 import difflib
-import inspect
 import math
 import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text
+from nodes.strategies import Prompt, Strategy
 from studio.node import Completion, Node, NodeContext
 
 PROMPT = "Text: {{ text }}\nLabel:"
-TOP_LOGPROBS = 50
+TOP_LOGPROBS = 100
 """How many alternatives per position the node asks for."""
 CONTENT_FREE = ("N/A", "", "[MASK]")
 """Texts that carry no content; the prompt's answers to them measure its label bias."""
+FINAL_REQUEST = "Now answer with the label only."
+FINAL_CUE = "Therefore, the label is:"
 
 
 def nearest_label(reply: str, labels: list[str]) -> str:
-    """The label a free-text reply means: exact, then first word, then contained, then closest."""
+    """The label a free-text reply means: exact, then first word, then contained, then closest.
+
+    An empty reply means the first label.
+    """
     words = re.findall(r"[a-z0-9_\-]+", reply.lower())
     lowered = {label.lower(): label for label in labels}
     text = " ".join(words)
@@ -41,8 +47,9 @@ def nearest_label(reply: str, labels: list[str]) -> str:
     contained = [label for key, label in lowered.items() if re.search(rf"\b{re.escape(key)}\b", text)]
     if contained:
         return contained[0]
-    first = words[0] if words else ""
-    close = difflib.get_close_matches(first, list(lowered), n=1, cutoff=0.0)
+    if not words:
+        return labels[0]
+    close = difflib.get_close_matches(words[0], list(lowered), n=1, cutoff=0.0)
     return lowered[close[0]] if close else labels[0]
 
 
@@ -101,15 +108,6 @@ def first_position(completion: Completion) -> dict[str, float] | None:
     return completion.top_logprobs[0] or None
 
 
-def accepts_extra(llm: object) -> bool:
-    """Whether `llm.complete` takes provider options (`extra=`), which carry the logprobs request."""
-    try:
-        parameters = inspect.signature(llm.complete).parameters  # type: ignore[attr-defined]
-    except (AttributeError, TypeError, ValueError):
-        return False
-    return "extra" in parameters or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-
-
 class Classify(Node):
     """Pick one label from a fixed set."""
 
@@ -132,6 +130,11 @@ class Classify(Node):
         calibrate: bool = True
         """Where the model gives logprobs, divide each label's probability by the one the same prompt
         gives content-free texts (asked once per compiled node); corrects a bias toward one label."""
+        strategy: Strategy = "single"
+        """`single` call; `reasoning` (think, then label); `ensemble` (`samples` votes, each with the
+        demos in another order); `reflect` (draft label, critique, final label)."""
+        samples: int = Field(default=3, ge=1, le=15)
+        """How many votes an `ensemble` takes."""
 
     class Inputs(BaseModel):
         text: str
@@ -148,7 +151,7 @@ class Classify(Node):
 
     def __init__(self, config: BaseModel) -> None:
         super().__init__(config)
-        self._prior: dict[str, float] | None = None
+        self._priors: dict[int, dict[str, float] | None] = {}
 
     def check(self) -> list[tuple[str, str]]:
         problems = []
@@ -173,39 +176,89 @@ class Classify(Node):
         labels = ", ".join(self.config.labels)
         return f"{self.config.instructions}\nAnswer with one label from: {labels}.".strip()
 
-    async def ask(self, text: str, ctx: NodeContext) -> Completion:
-        """One model call for `text`, asking for the first tokens' logprobs where the client can."""
-        values = {"text": text}
+    def demos(self, variant: int = 0) -> list[dict[str, object]]:
+        """The demos, rotated by `variant` places (an ensemble's votes see them in different orders)."""
         demos: list[dict[str, object]] = [dict(d) for d in self.config.demos]
-        options: dict[str, Any] = {}
-        if accepts_extra(ctx.llm):
-            options["extra"] = {"top_logprobs": TOP_LOGPROBS}
-        llm: Any = ctx.llm
+        shift = variant % len(demos) if demos else 0
+        return demos[shift:] + demos[:shift]
+
+    def prompt(self, text: str, variant: int = 0) -> Prompt:
+        """The prompt that asks for `text`'s label."""
+        values = {"text": text}
         if self.config.form == "completion":
-            prompt = completion_text(self.preamble(), PROMPT, demos, "label", values)
-            reply: Completion = await llm.complete(prompt=prompt, stop=["\n"], max_tokens=8, **options)
+            return Prompt(text=completion_text(self.preamble(), PROMPT, self.demos(variant), "label", values))
+        return Prompt(
+            messages=tuple(chat_messages(self.preamble(), "{{ text }}", self.demos(variant), "label", values))
+        )
+
+    async def complete(self, prompt: Prompt, ctx: NodeContext, **options: Any) -> Completion:
+        """One model call asking for a label, with the first tokens' logprobs where the client can."""
+        options.setdefault("extra", {})
+        options["extra"] = {"top_logprobs": TOP_LOGPROBS, **options["extra"]}
+        if prompt.text is not None:
+            options.setdefault("stop", ["\n"])
+            options.setdefault("max_tokens", 8)
         else:
-            messages = chat_messages(self.preamble(), "{{ text }}", demos, "label", values)
-            reply = await llm.complete(messages=messages, max_tokens=16, **options)
-        return reply
+            options.setdefault("max_tokens", 16)
+        return await ctx.llm.complete(**prompt.request(), **options)
 
-    async def prior(self, ctx: NodeContext) -> dict[str, float] | None:
+    async def ask(self, text: str, ctx: NodeContext, variant: int = 0) -> Completion:
+        """One model call for `text`, asking for the first tokens' logprobs where the client can."""
+        return await self.complete(self.prompt(text, variant), ctx)
+
+    async def prior(self, ctx: NodeContext, variant: int = 0) -> dict[str, float] | None:
         """The prompt's label shares for content-free texts, asked once; None without logprobs."""
-        if self._prior is None:
-            tops = [first_position(await self.ask(text, ctx)) for text in CONTENT_FREE]
-            if any(top is None for top in tops):
-                return None
-            self._prior = content_free_prior([top for top in tops if top is not None], self.config.labels)
-        return self._prior
+        if variant not in self._priors:
+            tops = [first_position(await self.ask(text, ctx, variant)) for text in CONTENT_FREE]
+            found = [top for top in tops if top is not None]
+            prior = content_free_prior(found, self.config.labels) if len(found) == len(tops) else None
+            self._priors[variant] = prior
+        return self._priors[variant]
 
-    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
-        reply = await self.ask(inputs.text, ctx)
+    async def scores(self, reply: Completion, ctx: NodeContext, variant: int = 0) -> dict[str, float] | None:
+        """Each label's (calibrated) share from the reply's logprobs; None when it has none."""
         top = first_position(reply)
         scores = shares(label_mass(top, self.config.labels)) if top is not None else {}
         if not any(scores.values()):
+            return None
+        prior = await self.prior(ctx, variant) if self.config.calibrate else None
+        return calibrate(scores, prior) if prior is not None else scores
+
+    async def vote(self, text: str, ctx: NodeContext) -> Outputs:
+        """An ensemble: label shares summed over the votes, or the majority label without logprobs."""
+        n = self.config.samples
+        if len(self.config.demos) < 2:  # a single prompt: the votes differ by sampling instead
+
+            async def sample(prompt: Prompt, **options: Any) -> str:
+                return (await self.complete(prompt, ctx, **options)).text
+
+            replies = await strategies.samples(self.prompt(text), sample, n)
+            return self.Outputs(label=strategies.majority([nearest_label(r, self.config.labels) for r in replies]))
+        completions = [await self.ask(text, ctx, variant) for variant in range(n)]
+        total = dict.fromkeys(self.config.labels, 0.0)
+        for variant, reply in enumerate(completions):
+            found = await self.scores(reply, ctx, variant)
+            if found is None:
+                labels = [nearest_label(c.text, self.config.labels) for c in completions]
+                return self.Outputs(label=strategies.majority(labels))
+            for label, share in found.items():
+                total[label] += share / n
+        label = max(self.config.labels, key=lambda name: total[name])
+        return self.Outputs(label=label, confidence=round(total[label], 4))
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        if self.config.strategy == "ensemble":
+            return await self.vote(inputs.text, ctx)
+
+        async def ask(prompt: Prompt, **options: Any) -> str:
+            return (await self.complete(prompt, ctx, **options)).text
+
+        prompt = await strategies.deliberate(
+            self.config.strategy, self.prompt(inputs.text), ask, FINAL_REQUEST, FINAL_CUE
+        )
+        reply = await self.complete(prompt, ctx)
+        scores = await self.scores(reply, ctx)
+        if scores is None:
             return self.Outputs(label=nearest_label(reply.text, self.config.labels))
-        prior = await self.prior(ctx) if self.config.calibrate else None
-        if prior is not None:
-            scores = calibrate(scores, prior)
         label = max(self.config.labels, key=lambda name: scores[name])
         return self.Outputs(label=label, confidence=round(scores[label], 4))

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
+from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text
+from nodes.strategies import Prompt, Strategy
 from studio.node import Node, NodeContext, TemplateInputs, render
+
+FINAL_REQUEST = "Now give only the final answer."
+FINAL_CUE = "Therefore, the answer is:"
 
 
 class Generate(Node):
@@ -30,6 +37,11 @@ class Generate(Node):
         """Stop sequences for this node."""
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens; the model alias' setting when omitted."""
+        strategy: Strategy = "single"
+        """`single` call; `reasoning` (think, then answer); `ensemble` (`samples` answers, majority
+        vote); `reflect` (draft, critique, revise)."""
+        samples: int = Field(default=3, ge=1, le=15)
+        """How many answers an `ensemble` samples."""
 
     Inputs = TemplateInputs
 
@@ -46,15 +58,26 @@ class Generate(Node):
             ("instructions", self.config.instructions),
         ]
 
-    async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
-        values = inputs.values()
+    def render_prompt(self, values: dict[str, Any]) -> Prompt:
+        """The prompt for `values`, in the configured form."""
         c = self.config
         preamble = "\n\n".join(p for p in (render(c.system, values), render(c.instructions, values)) if p)
         demos = [dict(d) for d in c.demos]
         if c.form == "chat":
-            messages = chat_messages(preamble, c.prompt, demos, "text", values)
-            reply = await ctx.llm.complete(messages=messages, stop=c.stop, max_tokens=c.max_tokens)
-        else:
-            prompt = completion_text(preamble, c.prompt, demos, "text", values)
-            reply = await ctx.llm.complete(prompt=prompt, stop=c.stop, max_tokens=c.max_tokens)
-        return self.Outputs(text=reply.text.strip())
+            return Prompt(messages=tuple(chat_messages(preamble, c.prompt, demos, "text", values)))
+        return Prompt(text=completion_text(preamble, c.prompt, demos, "text", values))
+
+    async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
+        c = self.config
+
+        async def ask(prompt: Prompt, **options: Any) -> str:
+            options.setdefault("stop", c.stop)
+            options.setdefault("max_tokens", c.max_tokens)
+            reply = await ctx.llm.complete(**prompt.request(), **options)
+            return reply.text.strip()
+
+        prompt = self.render_prompt(inputs.values())
+        if c.strategy == "ensemble":
+            return self.Outputs(text=strategies.majority(await strategies.samples(prompt, ask, c.samples)))
+        final = await strategies.deliberate(c.strategy, prompt, ask, FINAL_REQUEST, FINAL_CUE)
+        return self.Outputs(text=await ask(final))

@@ -13,7 +13,7 @@ from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
 from studio import registry, templates
-from studio.errors import CompileError
+from studio.errors import CompileError, FlowError
 from studio.node import Node, TemplateInputs
 from studio.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
 from studio.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec
@@ -84,7 +84,16 @@ class _Compiler:
                 raise self.fail(str(err), "inputs", name, "type") from None
         return types
 
+    def _check_fallbacks(self) -> None:
+        for alias, spec in self.models.items():
+            for i, other in enumerate(spec.fallbacks):
+                if other not in self.models or other == alias:
+                    raise self.fail(
+                        f"fallback {other!r} is not another alias under `models:`", "models", alias, "fallbacks", i
+                    )
+
     def compile(self) -> Plan:
+        self._check_fallbacks()
         for node_id, spec in self.spec.nodes.items():
             self.instances[node_id] = self._instantiate(node_id, spec)
         plan_nodes = {node_id: self._plan_node(node_id, spec) for node_id, spec in self.spec.nodes.items()}
@@ -114,7 +123,12 @@ class _Compiler:
             message = f"unknown config field {loc[-1]!r}" if first["type"] == "extra_forbidden" else first["msg"]
             raise self.fail(message, "nodes", node_id, "config", *loc, node=node_id) from None
         node = node_type(config)
-        for field, message in node.check():
+        node.flow_dir = self.flow.base_dir
+        try:
+            problems = node.check()
+        except FlowError as err:
+            raise self.fail(f"sub-flow: {err}", "nodes", node_id, "config", node=node_id) from None
+        for field, message in problems:
             raise self.fail(message, "nodes", node_id, "config", field, node=node_id)
         for field, source in node.templates():
             try:
@@ -147,8 +161,12 @@ class _Compiler:
     def _check_inputs(self, node_id: str, node: Node, inputs: dict[str, Any]) -> None:
         ports = node.input_ports()
         for name in sorted(node.required_inputs() - set(inputs)):
-            what = "template variable" if _accepts_any_input(node) else "required input"
-            raise self.fail(f"{what} {name!r} has no input", "nodes", node_id, "inputs", node=node_id)
+            message = (
+                f"template variable {name!r} has no input"
+                if _accepts_any_input(node)
+                else f"required input {name!r} is not wired"
+            )
+            raise self.fail(message, "nodes", node_id, "inputs", node=node_id)
         for name, value in inputs.items():
             where = ("nodes", node_id, "inputs", name)
             if name not in ports and not _accepts_any_input(node):

@@ -1,6 +1,8 @@
 """The engine: runs a Plan on asyncio, every ready node at once, bounded by max_concurrency.
 
-It records one step per node execution in the store and never imports the studio app.
+Each finished node is one step, written with its model calls in one transaction: that row is
+the checkpoint. A resumed run reads its finished steps back and runs only the rest; a rerun
+copies the steps upstream of a node into a new run. The engine never imports the studio app.
 """
 
 from __future__ import annotations
@@ -9,22 +11,27 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from studio import templates
-from studio.compiler import Plan, PlanNode
-from studio.errors import InputError, NodeError
+from studio.budget import Budget
+from studio.compiler import Plan, PlanNode, compile_flow
+from studio.errors import FlowError, InputError, NodeError
 from studio.llm import BoundLLM, NoModel
 from studio.models import client_for
 from studio.models.base import ModelClient
-from studio.node import NodeContext
+from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.refs import FLOW_INPUTS, Ref, substitute
+from studio.spec import Flow, load_flow
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
+from studio.subflows import SubFlows
+from studio.tools import resolve_tools
 
 DEFAULT_MAX_CONCURRENCY = 100
+NOT_RETRIED = {"auth", "template_error", "bad_input", "budget", "bad_request", "no_model"}
 Hook = Callable[..., None]
 
 
@@ -36,6 +43,27 @@ class _Skipped:
 
 
 SKIPPED = _Skipped()
+
+
+@dataclass
+class RunOptions:
+    """How a run is executed; stored with the run so a resume keeps them."""
+
+    cache: bool = True
+    """Serve repeated model calls from the LLM cache."""
+    max_cost: float | None = None
+    """Stop before a call once this many USD are spent."""
+    max_tokens: int | None = None
+    """Stop before a call once this many tokens are used."""
+    max_steps: int | None = None
+    """Stop before a node once this many steps ran."""
+    models: dict[str, str] = field(default_factory=dict)
+    """Model alias overrides (ALIAS → model string)."""
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunOptions:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
 
 
 @dataclass
@@ -100,25 +128,60 @@ def prepare_inputs(plan: Plan, given: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-class _Run:
-    """The state of one run while it executes."""
+@dataclass
+class _Shared:
+    """What every graph of one run (the top one and its sub-flows) shares."""
 
-    def __init__(self, engine: Engine, plan: Plan, run: RunRecord, clients: dict[str, ModelClient]) -> None:
-        self.engine = engine
+    engine: Engine
+    run: RunRecord
+    options: RunOptions
+    budget: Budget
+    finished: dict[str, StepRecord] = field(default_factory=dict)
+    """Steps to take as done instead of running (resume) or to copy (rerun)."""
+    copy_finished: bool = False
+    supplied: dict[str, Any] = field(default_factory=dict)
+    waiting: list[str] = field(default_factory=list)
+    summaries: list[StepSummary] = field(default_factory=list)
+
+
+class _Graph:
+    """One execution of a plan: the run's own flow, or a sub-flow inside a node."""
+
+    def __init__(
+        self,
+        shared: _Shared,
+        plan: Plan,
+        inputs: dict[str, Any],
+        prefix: str = "",
+        depth: int = 0,
+        tools: dict[str, Callable[..., Any]] | None = None,
+    ) -> None:
+        self.shared = shared
         self.plan = plan
-        self.run = run
-        self.clients = clients
+        self.tools = tools or {}
+        self.inputs = inputs
+        self.prefix = prefix
+        self.depth = depth
         self.results: dict[str, dict[str, Any] | _Skipped] = {}
-        self.summaries: list[StepSummary] = []
         self.failure: str | None = None
-        self.semaphore = asyncio.Semaphore(engine.max_concurrency)
+        self.waiting: list[str] = []
+        self.semaphore = asyncio.Semaphore(shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
+        self._clients: dict[str, ModelClient] = {}
+
+    def client(self, alias: str) -> ModelClient:
+        if alias not in self._clients:
+            self._clients[alias] = client_for(self.plan.models[alias], self.plan.flow.base_dir)
+        return self._clients[alias]
 
     def value(self, ref: Ref) -> Any:
         if ref.node == FLOW_INPUTS:
-            return self.run.inputs[ref.port]
+            return self.inputs[ref.port]
         result = self.results[ref.node]
         return None if isinstance(result, _Skipped) else result.get(ref.port)
+
+    def outputs(self) -> dict[str, Any]:
+        return {name: substitute(value, self.value) for name, value in self.plan.outputs.items()}
 
     async def execute(self) -> None:
         waiting = {n: set(p.deps) for n, p in self.plan.nodes.items()}
@@ -137,6 +200,8 @@ class _Run:
                     task.add_done_callback(self.tasks.discard)
                     running += 1
             ready = []
+            if not running:
+                break
             node_id = await finished.get()
             running -= 1
             if node_id not in self.results:
@@ -162,53 +227,76 @@ class _Run:
         if when_nodes and all(isinstance(self.results[n], _Skipped) for n in when_nodes):
             return True
         context: dict[str, Any] = {n: (None if isinstance(r, _Skipped) else r) for n, r in self.results.items()}
-        context[FLOW_INPUTS] = self.run.inputs
+        context[FLOW_INPUTS] = self.inputs
         return not templates.evaluate(node.when, context)
 
+    def _take_finished(self, node: PlanNode, path: str) -> bool:
+        """Use a step finished earlier (resume) or copy it (rerun); False when there is none."""
+        done = self.shared.finished.get(path)
+        if done is None:
+            return False
+        self.results[node.id] = SKIPPED if done.status == "skipped" else (done.outputs or {})
+        if self.shared.copy_finished:
+            reused = StepRecord(node=path, status=done.status, inputs=done.inputs, outputs=done.outputs, reused=True)
+            self.shared.engine.store.finish_step(self.shared.run.run_id, reused, [])
+        return True
+
     async def _run_node(self, node: PlanNode) -> None:
-        started_at, start = now(), time.perf_counter()
+        path = self.prefix + node.id
+        if self._take_finished(node, path):
+            return
+        start = time.perf_counter()
         calls: list[CallRecord] = []
-        step = StepRecord(node=node.id, status="succeeded", started_at=started_at)
+        step = StepRecord(node=path, status="succeeded", started_at=now())
         try:
             if self._should_skip(node):
                 step.status = "skipped"
                 self.results[node.id] = SKIPPED
             else:
+                self.shared.budget.before_step()
+                self.shared.budget.steps += 1
                 step.inputs = substitute(dict(node.inputs), self.value)
-                step.outputs, step.attempt = await self._attempts(node, step.inputs, calls)
+                step.outputs, step.attempt = await self._attempts(node, path, step.inputs, calls)
                 self.results[node.id] = step.outputs
+        except WaitingForInput as wait:
+            step.status, step.error, step.error_kind = "waiting", wait.prompt, "waiting"
+            self.waiting.append(path)
         except NodeError as err:
             step.status, step.error, step.error_kind = "failed", str(err), err.kind
         except Exception as err:  # a node's own bug: recorded, never crashes the engine
             step.status, step.error, step.error_kind = "failed", f"{type(err).__name__}: {err}", "exception"
+        self._finish(step, calls, time.perf_counter() - start)
+
+    def _finish(self, step: StepRecord, calls: list[CallRecord], seconds: float) -> None:
         step.ended_at = now()
         step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
         step.cost_usd = sum(c.cost_usd for c in calls)
-        self.engine.store.finish_step(self.run.run_id, step, calls)
+        step.cached = bool(calls) and all(c.cache_hit for c in calls)
+        self.shared.engine.store.finish_step(self.shared.run.run_id, step, calls)
         if step.status == "failed" and self.failure is None:
-            self.failure = f"node {node.id!r} failed: {step.error}"
-        seconds = time.perf_counter() - start
-        self.summaries.append(
-            StepSummary(node.id, step.status, step.attempt, step.tokens, step.cost_usd, round(seconds, 4), step.error)
+            self.failure = f"node {step.node!r} failed: {step.error}"
+        summary = StepSummary(
+            step.node, step.status, step.attempt, step.tokens, step.cost_usd, round(seconds, 4), step.error
         )
-        self.engine.emit("step_finished", run_id=self.run.run_id, step=step, seconds=seconds)
+        self.shared.summaries.append(summary)
+        self.shared.engine.emit("step_finished", run_id=self.shared.run.run_id, step=step, seconds=seconds)
 
     async def _attempts(
-        self, node: PlanNode, values: dict[str, Any], calls: list[CallRecord]
+        self, node: PlanNode, path: str, values: dict[str, Any], calls: list[CallRecord]
     ) -> tuple[dict[str, Any], int]:
         attempts = node.retry.attempts if node.retry else 1
         for attempt in range(1, attempts + 1):
             try:
-                return await self._attempt(node, values, calls, attempt), attempt
+                return await self._attempt(node, path, values, calls, attempt), attempt
             except NodeError as err:
-                if attempt == attempts or err.kind in ("auth", "template_error", "bad_input"):
+                if attempt == attempts or err.kind in NOT_RETRIED:
                     raise
             assert node.retry is not None
             await asyncio.sleep(node.retry.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.5))
         raise AssertionError("unreachable")
 
     async def _attempt(
-        self, node: PlanNode, values: dict[str, Any], calls: list[CallRecord], attempt: int
+        self, node: PlanNode, path: str, values: dict[str, Any], calls: list[CallRecord], attempt: int
     ) -> dict[str, Any]:
         try:
             inputs = node.node.Inputs.model_validate(values)
@@ -217,11 +305,14 @@ class _Run:
             where = ".".join(str(p) for p in problem["loc"])
             raise NodeError(f"input {where}: {problem['msg']}", kind="bad_input") from None
         ctx = NodeContext(
-            run_id=self.run.run_id,
-            node_id=node.id,
+            run_id=self.shared.run.run_id,
+            node_id=path,
             flow_dir=self.plan.flow.base_dir,
-            llm=self._llm(node, calls),
+            llm=self._llm(node, path, calls),
             attempt=attempt,
+            call_flow=SubFlows(self, path).call,
+            supplied=self.shared.supplied.get(path, NO_VALUE),
+            tools=self.tools,
         )
         try:
             outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
@@ -229,13 +320,25 @@ class _Run:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
 
-    def _llm(self, node: PlanNode, calls: list[CallRecord]) -> BoundLLM | NoModel:
+    def _llm(self, node: PlanNode, path: str, calls: list[CallRecord]) -> BoundLLM | NoModel:
         if node.model is None:
             return NoModel()
-        return BoundLLM(node.id, node.model, self.plan.models[node.model], self.clients[node.model], calls)
+        cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
+        return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache)
 
-    def outputs(self) -> dict[str, Any]:
-        return {name: substitute(value, self.value) for name, value in self.plan.outputs.items()}
+    async def run_child(self, plan: Plan, inputs: dict[str, Any], prefix: str) -> dict[str, Any]:
+        """Run a sub-flow as part of this run; its steps are named under `prefix`."""
+        try:
+            tools = resolve_tools(plan.flow)
+        except FlowError as err:
+            raise NodeError(f"sub-flow: {err}", kind="bad_input") from None
+        child = _Graph(self.shared, plan, inputs, prefix, self.depth + 1, tools)
+        await child.execute()
+        if child.failure:
+            raise NodeError(f"sub-flow failed: {child.failure}", kind="sub_flow")
+        if child.waiting:
+            raise WaitingForInput(f"sub-flow is waiting for input at {', '.join(child.waiting)}")
+        return child.outputs()
 
 
 class Engine:
@@ -253,15 +356,27 @@ class Engine:
         for hook in self.hooks:
             hook(event=event, **details)
 
-    def clients(self, plan: Plan) -> dict[str, ModelClient]:
-        """One client per alias used by the plan (raises on a bad model setting)."""
-        used = {n.model for n in plan.nodes.values() if n.model}
-        return {alias: client_for(plan.models[alias], plan.flow.base_dir) for alias in sorted(used)}
+    def check_models(self, plan: Plan) -> dict[str, Callable[..., Any]]:
+        """Build each alias' client and import the flow's tools once, so a bad model setting or
+        tool is bad input, found before the run exists. Returns the tools."""
+        for alias in sorted({n.model for n in plan.nodes.values() if n.model}):
+            client_for(plan.models[alias], plan.flow.base_dir)
+        return resolve_tools(plan.flow)
 
-    async def run(self, plan: Plan, inputs: dict[str, Any], *, options: dict[str, Any] | None = None) -> RunResult:
+    async def run(
+        self,
+        plan: Plan,
+        inputs: dict[str, Any],
+        *,
+        options: RunOptions | None = None,
+        experiment_id: str | None = None,
+        parent_run_id: str | None = None,
+        finished: dict[str, StepRecord] | None = None,
+    ) -> RunResult:
         """Run a plan to the end; a failing node fails the run, never the caller."""
+        options = options or RunOptions()
         values = prepare_inputs(plan, inputs)
-        clients = self.clients(plan)
+        tools = self.check_models(plan)
         flow = plan.flow
         record = RunRecord(
             run_id=new_id(),
@@ -269,26 +384,119 @@ class Engine:
             flow_path=str(flow.path) if flow.path else None,
             flow_hash=flow.hash,
             inputs=values,
-            options=options or {},
+            options=asdict(options),
+            experiment_id=experiment_id,
+            parent_run_id=parent_run_id,
         )
         self.store.create_run(record, flow.text)
-        self.emit("run_started", run_id=record.run_id, plan=plan)
-        state = _Run(self, plan, record, clients)
-        await state.execute()
-        status: RunStatus = "failed" if state.failure else "succeeded"
-        outputs = None if state.failure else state.outputs()
-        final = self.store.finish_run(record.run_id, status=status, outputs=outputs, error=state.failure)
-        self.emit("run_finished", run_id=record.run_id, status=status)
+        budget = Budget(options.max_cost, options.max_tokens, options.max_steps)
+        shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
+        return await self._execute(shared, plan, tools)
+
+    async def resume(
+        self, run_id: str, *, values: dict[str, Any] | None = None, options: RunOptions | None = None
+    ) -> RunResult:
+        """Continue a crashed, failed or waiting run: finished steps are not run again."""
+        record = self._get_run(run_id)
+        if record.status == "succeeded":
+            raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
+        options = options or RunOptions.from_json(record.options)
+        plan = compile_flow(self._same_flow(record), options.models)
+        finished = _latest(self.store.steps(run_id), {"succeeded", "skipped"})
+        supplied = _check_values(self.store.steps(run_id), values or {})
+        for path, value in supplied.items():
+            problem = plan.nodes[path].node.refuse_value(value) if path in plan.nodes else None
+            if problem:
+                raise InputError(f"--value {path}: {problem}", field="--value")
+        tools = self.check_models(plan)
+        self.store.set_status(run_id, "running")
+        budget = Budget(options.max_cost, options.max_tokens, options.max_steps, record.cost_usd, record.tokens)
+        budget.steps = sum(1 for s in self.store.steps(run_id) if s.status in ("succeeded", "failed"))
+        shared = _Shared(self, record, options, budget, finished, supplied=supplied)
+        return await self._execute(shared, plan, tools)
+
+    async def rerun(self, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
+        """A new run of the same inputs reusing every step upstream of `from_node`."""
+        record = self._get_run(run_id)
+        options = options or RunOptions.from_json(record.options)
+        flow = load_flow(record.flow_path) if record.flow_path else self._stored_flow(record)
+        plan = compile_flow(flow, options.models)
+        if from_node not in plan.nodes:
+            raise InputError(
+                f"--from {from_node!r} is not a node of {record.flow}; nodes: {list(plan.nodes)}", field="--from"
+            )
+        again = plan.downstream(from_node)
+        steps = _latest(self.store.steps(run_id), {"succeeded", "skipped"})
+        reused = {path: step for path, step in steps.items() if _top_node(path) not in again}
+        return await self.run(plan, record.inputs, options=options, parent_run_id=run_id, finished=reused)
+
+    def _get_run(self, run_id: str) -> RunRecord:
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise InputError(f"no run {run_id!r} in the store", field="RUN_ID")
+        return record
+
+    def _stored_flow(self, record: RunRecord) -> Flow:
+        from studio.spec import load_flow_text
+
+        text = self.store.flow_text(record.run_id)
+        if text is None:
+            raise InputError(f"run {record.run_id} has no stored flow", field="RUN_ID")
+        return load_flow_text(text, file=f"<run {record.run_id}>")
+
+    def _same_flow(self, record: RunRecord) -> Flow:
+        if record.flow_path is None:
+            return self._stored_flow(record)
+        try:
+            flow = load_flow(record.flow_path)
+        except FlowError as err:
+            raise InputError(f"cannot resume: {err}", file=record.flow_path) from None
+        if flow.hash != record.flow_hash:
+            raise InputError(
+                "the flow file changed since this run started; resume refused (use `flowstudio rerun --from NODE`)",
+                file=record.flow_path,
+            )
+        return flow
+
+    async def _execute(self, shared: _Shared, plan: Plan, tools: dict[str, Callable[..., Any]]) -> RunResult:
+        run_id = shared.run.run_id
+        self.emit("run_started", run_id=run_id, plan=plan)
+        graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
+        await graph.execute()
+        status: RunStatus = "succeeded"
+        error, outputs = None, None
+        if graph.failure:
+            status, error = "failed", graph.failure
+        elif graph.waiting:
+            status, error = "waiting", f"waiting for input at {', '.join(graph.waiting)}"
+        else:
+            outputs = graph.outputs()
+        final = self.store.finish_run(run_id, status=status, outputs=outputs, error=error)
+        self.emit("run_finished", run_id=run_id, status=status)
         return RunResult(
-            run_id=final.run_id,
-            status=final.status,
-            outputs=final.outputs,
-            error=final.error,
-            tokens=final.tokens,
-            cost_usd=final.cost_usd,
-            steps=state.summaries,
+            final.run_id, final.status, final.outputs, final.error, final.tokens, final.cost_usd, shared.summaries
         )
 
     def run_sync(self, plan: Plan, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
         """A thin synchronous wrapper over `run`."""
         return asyncio.run(self.run(plan, inputs, **kwargs))
+
+
+def _latest(steps: list[StepRecord], statuses: set[str]) -> dict[str, StepRecord]:
+    """The last step of each node path, kept when its status is in `statuses`."""
+    last = {step.node: step for step in steps}
+    return {path: step for path, step in last.items() if step.status in statuses}
+
+
+def _top_node(path: str) -> str:
+    """`map[2].child` → `map`."""
+    return path.split(".", 1)[0].split("[", 1)[0]
+
+
+def _check_values(steps: list[StepRecord], values: dict[str, Any]) -> dict[str, Any]:
+    waiting = set(_latest(steps, {"waiting"}))
+    for node in values:
+        if node not in waiting:
+            where = f"; waiting: {sorted(waiting)}" if waiting else "; the run is not waiting for input"
+            raise InputError(f"--value {node}: that node is not waiting for input{where}", field="--value")
+    return values

@@ -66,3 +66,12 @@ class TemplateError(NodeError):
 
 class InputError(FlowError):
     """A run was given inputs that do not match the flow's declared inputs."""
+
+
+class OutputError(NodeError):
+    """A model's reply stayed invalid after the node's re-asks; carries the last reply."""
+
+    def __init__(self, message: str, *, reply: str, problem: str) -> None:
+        super().__init__(message, kind="invalid_output")
+        self.reply = reply
+        self.problem = problem

@@ -1,46 +1,86 @@
-"""A node's model: an alias' client bound to its settings, recording every call."""
+"""A node's model: its alias bound to settings, with cache, retries, fallbacks and budget.
+
+Every attempt is appended to the step's call records, so the trace shows retries too.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
+import random
 import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from studio.budget import Budget
 from studio.errors import NodeError
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request
 from studio.spec import ModelSpec
 from studio.store.base import CallRecord, now
 
 DEFAULT_MAX_TOKENS = 256
+TRANSIENT = {"rate_limit", "timeout", "server", "bad_json"}
+MAX_DELAY_S = 30.0
+
+
+class Cache(Protocol):
+    """The part of a store the LLM cache needs."""
+
+    def cache_get(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
+
+
+def cache_key(spec: ModelSpec, request: Request) -> str:
+    """Content address of a call: model, messages or prompt, and every parameter."""
+    body = {"model": spec.model, "request": request.as_json(), "params": spec.params}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def build_request(
+    spec: ModelSpec,
+    *,
+    messages: list[Message] | None,
+    prompt: str | None,
+    stop: list[str] | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    extra: dict[str, Any] | None = None,
+) -> Request:
+    """Node arguments first, then the alias' settings."""
+    if temperature is None:
+        temperature = spec.temperature if spec.temperature is not None else 0.0
+    return Request(
+        messages=tuple(messages or ()),
+        prompt=prompt,
+        temperature=temperature,
+        max_tokens=max_tokens or spec.max_tokens or DEFAULT_MAX_TOKENS,
+        stop=tuple(dict.fromkeys([*(stop or []), *(spec.stop or [])])),
+        extra=dict(extra or {}),
+    )
 
 
 class BoundLLM:
-    """Applies alias settings to each call and appends a CallRecord for the trace."""
+    """What `ctx.llm` is for a node that calls a model."""
 
-    def __init__(self, node_id: str, alias: str, spec: ModelSpec, client: ModelClient, calls: list[CallRecord]) -> None:
+    def __init__(
+        self,
+        node_id: str,
+        alias: str,
+        models: Mapping[str, ModelSpec],
+        client: Callable[[str], ModelClient],
+        calls: list[CallRecord],
+        budget: Budget,
+        cache: Cache | None,
+    ) -> None:
         self.node_id = node_id
         self.alias = alias
-        self.spec = spec
+        self.models = models
         self.client = client
         self.calls = calls
-
-    def request(
-        self,
-        *,
-        messages: list[Message] | None = None,
-        prompt: str | None = None,
-        stop: list[str] | None = None,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Request:
-        """The request a call sends: node arguments first, then alias settings."""
-        if temperature is None:
-            temperature = self.spec.temperature if self.spec.temperature is not None else 0.0
-        return Request(
-            messages=tuple(messages or ()),
-            prompt=prompt,
-            temperature=temperature,
-            max_tokens=max_tokens or self.spec.max_tokens or DEFAULT_MAX_TOKENS,
-            stop=tuple(dict.fromkeys([*(stop or []), *(self.spec.stop or [])])),
-        )
+        self.budget = budget
+        self.cache = cache
 
     async def complete(
         self,
@@ -50,41 +90,101 @@ class BoundLLM:
         stop: list[str] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> Completion:
-        request = self.request(
-            messages=messages, prompt=prompt, stop=stop, max_tokens=max_tokens, temperature=temperature
-        )
-        started_at, start = now(), time.perf_counter()
-        try:
-            completion = await self.client.complete(request)
-        except ModelError as err:
-            self._record(request, None, started_at, time.perf_counter() - start, error=f"{err.kind}: {err}")
-            raise NodeError(f"model {self.spec.model} failed: {err}", kind=err.kind) from None
-        self._record(request, completion, started_at, time.perf_counter() - start)
-        return completion
+        """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
+        errors, kind = [], "model_error"
+        for alias in [self.alias, *self.models[self.alias].fallbacks]:
+            spec = self.models[alias]
+            request = build_request(
+                spec,
+                messages=messages,
+                prompt=prompt,
+                stop=stop,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                extra=extra,
+            )
+            try:
+                return await self._with_retries(alias, spec, request)
+            except ModelError as err:
+                errors.append(f"{alias} ({spec.model}): {err.kind}: {err}")
+                kind = err.kind if len(errors) == 1 else "model_error"
+        raise NodeError("model call failed: " + "; then ".join(errors), kind=kind)
+
+    async def _with_retries(self, alias: str, spec: ModelSpec, request: Request) -> Completion:
+        key = cache_key(spec, request) if self.cache else None
+        if key and self.cache and (hit := self.cache.cache_get(key)):
+            completion = Completion(
+                text=hit["text"], input_tokens=0, output_tokens=0, cost_usd=0.0, top_logprobs=hit.get("top_logprobs")
+            )
+            self._record(spec, request, completion, now(), 0.0, cache_hit=True)
+            return completion
+        for attempt in range(spec.retries + 1):
+            started_at, start = now(), time.perf_counter()
+            try:
+                completion = await self._call(alias, request)
+            except ModelError as err:
+                self._record(spec, request, None, started_at, time.perf_counter() - start, error=f"{err.kind}: {err}")
+                if err.kind not in TRANSIENT or attempt == spec.retries:
+                    raise
+                await asyncio.sleep(_delay(err, spec.retry_backoff_s, attempt))
+                continue
+            self._record(spec, request, completion, started_at, time.perf_counter() - start)
+            if key and self.cache:
+                self.cache.cache_put(
+                    key, spec.model, {"text": completion.text, "top_logprobs": completion.top_logprobs}
+                )
+            return completion
+        raise AssertionError("unreachable")
+
+    async def _call(self, alias: str, request: Request) -> Completion:
+        if not self.budget.limits_calls:
+            self.budget.before_call()
+            return await self.client(alias).complete(request)
+        async with self.budget.lock:
+            self.budget.before_call()
+            completion = await self.client(alias).complete(request)
+            self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost_usd)
+            return completion
 
     def _record(
         self,
+        spec: ModelSpec,
         request: Request,
         completion: Completion | None,
         started_at: str,
         latency_s: float,
         error: str | None = None,
+        cache_hit: bool = False,
     ) -> None:
+        tokens_in = completion.input_tokens if completion else 0
+        tokens_out = completion.output_tokens if completion else 0
+        cost = completion.cost_usd if completion else 0.0
+        if not self.budget.limits_calls:
+            self.budget.charge(tokens_in + tokens_out, cost)
         self.calls.append(
             CallRecord(
                 node=self.node_id,
-                model=self.spec.model,
+                model=spec.model,
                 request=request.as_json(),
                 response=completion.text if completion else None,
-                input_tokens=completion.input_tokens if completion else 0,
-                output_tokens=completion.output_tokens if completion else 0,
-                cost_usd=completion.cost_usd if completion else 0.0,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                cost_usd=cost,
                 latency_s=latency_s,
+                cache_hit=cache_hit,
                 error=error,
                 started_at=started_at,
             )
         )
+
+
+def _delay(err: ModelError, backoff_s: float, attempt: int) -> float:
+    """Retry-After when the provider sent one, else exponential backoff with jitter."""
+    if err.retry_after_s is not None:
+        return min(err.retry_after_s, MAX_DELAY_S)
+    return float(min(backoff_s * 2**attempt * random.uniform(0.5, 1.5), MAX_DELAY_S))
 
 
 class NoModel:

@@ -1,37 +1,78 @@
-"""Load, compile and run a flow file against a store: what `flowstudio run` does."""
+"""Load, compile and run flow files against a store: what `run`, `resume` and `rerun` do."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from studio.compiler import compile_flow
-from studio.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunResult
+from studio.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
 from studio.spec import load_flow
 from studio.store import SQLiteStore, default_db_path
+
+
+@asynccontextmanager
+async def _engine(
+    db: str | Path | None, max_concurrency: int | None, hooks: list[Hook] | None
+) -> AsyncIterator[Engine]:
+    store = SQLiteStore(Path(db) if db else default_db_path())
+    try:
+        yield Engine(store, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, hooks=hooks)
+    finally:
+        store.close()
 
 
 async def run_flow_async(
     flow: str | Path,
     inputs: dict[str, Any],
     *,
+    options: RunOptions | None = None,
     model_overrides: dict[str, str] | None = None,
     db: str | Path | None = None,
     max_concurrency: int | None = None,
     hooks: list[Hook] | None = None,
+    experiment_id: str | None = None,
 ) -> RunResult:
     """Validate everything first (nothing runs on bad input), then run and record."""
-    plan = compile_flow(load_flow(flow), model_overrides)
-    store = SQLiteStore(Path(db) if db else default_db_path())
-    try:
-        engine = Engine(store, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, hooks=hooks)
-        return await engine.run(plan, inputs, options={"models": model_overrides or {}})
-    finally:
-        store.close()
+    options = options or RunOptions()
+    if model_overrides:
+        options.models = dict(model_overrides)
+    plan = compile_flow(load_flow(flow), options.models)
+    async with _engine(db, max_concurrency, hooks) as engine:
+        return await engine.run(plan, inputs, options=options, experiment_id=experiment_id)
+
+
+async def resume_run_async(
+    run_id: str,
+    *,
+    values: dict[str, Any] | None = None,
+    options: RunOptions | None = None,
+    db: str | Path | None = None,
+    max_concurrency: int | None = None,
+    hooks: list[Hook] | None = None,
+) -> RunResult:
+    """Continue a crashed, failed or waiting run."""
+    async with _engine(db, max_concurrency, hooks) as engine:
+        return await engine.resume(run_id, values=values, options=options)
+
+
+async def rerun_async(
+    run_id: str,
+    from_node: str,
+    *,
+    options: RunOptions | None = None,
+    db: str | Path | None = None,
+    max_concurrency: int | None = None,
+    hooks: list[Hook] | None = None,
+) -> RunResult:
+    """Re-execute `from_node` and what depends on it, reusing the rest of `run_id`."""
+    async with _engine(db, max_concurrency, hooks) as engine:
+        return await engine.rerun(run_id, from_node, options=options)
 
 
 def run_flow(flow: str | Path, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
     """Synchronous `run_flow_async`."""
-    import asyncio
-
     return asyncio.run(run_flow_async(flow, inputs, **kwargs))

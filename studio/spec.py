@@ -22,6 +22,8 @@ FLOW_NAME = r"^[a-z0-9-]+$"
 _ENV_REF = re.compile(r"^\$env\.[A-Za-z_][A-Za-z0-9_]*$")
 _KEY_LIKE = re.compile(r"^(sk-|sk_|sk-ant-|xox[bp]-|AKIA|AIza|ghp_|hf_)[A-Za-z0-9_\-]{8,}")
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
+_TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TOOL_TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class _Strict(BaseModel):
@@ -84,6 +86,10 @@ class ModelSpec(_Strict):
     """Base URL of an OpenAI-compatible server."""
     fallbacks: list[str] = []
     """Other aliases tried in order when this one fails."""
+    retries: int = Field(default=2, ge=0, le=10)
+    """Extra attempts after a rate limit, timeout, server error or malformed reply."""
+    retry_backoff_s: float = Field(default=0.5, ge=0)
+    """First retry delay in seconds (doubles, with jitter); Retry-After wins when sent."""
     script: list[ScriptRule] | None = None
     """Rules of an inline scripted model (model: scripted)."""
     input_cost_per_token: float | None = None
@@ -158,8 +164,22 @@ class FlowSpec(_Strict):
     """Named outputs: references into the graph (or literals)."""
     models: dict[str, ModelSpec] = {}
     """Model aliases used by the nodes."""
+    tools: dict[str, str] = {}
+    """Python functions nodes may call by name (`tool.python`, `llm.agent`): name → `module:function`,
+    the module a file beside the flow or allowlisted in $FLOWSTUDIO_TOOL_MODULES. Imported when a run
+    starts, never on validate."""
     nodes: dict[str, NodeSpec]
     """The nodes, by id ([a-z][a-z0-9_]*)."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_targets(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, target in value.items():
+            if not _TOOL_NAME.match(name):
+                raise ValueError(f"tool name {name!r} must be a Python identifier")
+            if not _TOOL_TARGET.match(target):
+                raise ValueError(f"tool {name!r}: write module:function, not {target!r}")
+        return value
 
     @field_validator("nodes")
     @classmethod

@@ -105,21 +105,59 @@ nodes:
         error="node 'a' failed",
     ),
     Scenario(
-        "transient errors are retried",
+        "a node that becomes ready after another failed never starts",
+        """
+models:
+  default:
+    model: scripted
+    script: [{match: slow, reply: done, delay_s: 0.1}, {error: {kind: auth}}]
+nodes:
+  fails: {type: llm.generate, config: {prompt: hi}}
+  slow: {type: llm.generate, config: {prompt: slow}}
+  after_slow: {type: text.template, inputs: {x: $slow.text}, config: {template: "{{ x }}"}}
+""",
+        {},
+        None,
+        {"fails": "failed", "slow": "succeeded"},
+        calls={"fails": 1, "slow": 1},
+        status="failed",
+        error="node 'fails' failed",
+    ),
+    Scenario(
+        "transient model errors are retried inside the call",
         """
 outputs: {x: $a.text}
 models:
   default:
     model: scripted
+    retry_backoff_s: 0
     script: [{error: {kind: rate_limit, times: 2}}, {reply: done}]
 nodes:
-  a: {type: llm.generate, config: {prompt: hi}, retry: {attempts: 3, backoff_s: 0}}
+  a: {type: llm.generate, config: {prompt: hi}}
 """,
         {},
         {"x": "done"},
         {"a": "succeeded"},
         calls={"a": 3},
-        attempts={"a": 3},
+        attempts={"a": 1},
+    ),
+    Scenario(
+        "node retries re-run a node that failed after model retries",
+        """
+outputs: {x: $a.text}
+models:
+  default:
+    model: scripted
+    retries: 0
+    script: [{error: {kind: server, times: 1}}, {reply: done}]
+nodes:
+  a: {type: llm.generate, config: {prompt: hi}, retry: {attempts: 2, backoff_s: 0}}
+""",
+        {},
+        {"x": "done"},
+        {"a": "succeeded"},
+        calls={"a": 2},
+        attempts={"a": 2},
     ),
     Scenario(
         "timeout fails the node",

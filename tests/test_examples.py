@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from studio.models.local import is_installed
-from tests.conftest import CLI, FLOWS, SCRIPTS
+from tests.conftest import CLI, FLOWS, SCRIPTS, Result
 
 EXAMPLES = {
     "ticket-triage": (
@@ -19,11 +19,61 @@ EXAMPLES = {
         {"summary": "The council will build a new library.", "headline": "Council Approves New Library"},
         "headline",
     ),
+    "handbook-qa": (
+        {"question": "How long do I have to return an item?"},
+        {"answer": "30 days from delivery.", "sources": ["refunds.md", "warranty.md"]},
+        "handbook-qa",
+    ),
+    "calculator-agent": (
+        {"question": "What is 12 times 7?"},
+        {
+            "answer": "84",
+            "turns": [
+                {
+                    "turn": 1,
+                    "reply": "Action: calculator\nInput: 12 * 7",
+                    "tool": "calculator",
+                    "input": "12 * 7",
+                    "observation": "84",
+                },
+                {"turn": 2, "reply": "Answer: 84", "answer": "84"},
+            ],
+        },
+        "calculator-agent",
+    ),
+    "summarise-reviews": (
+        {"reviews": '["Great value, works perfectly.", "Broke after a week."]'},
+        {
+            "per_review": [{"summary": "Customer loves it."}, {"summary": "Customer is unhappy."}],
+            "overall": "Opinions are split.",
+        },
+        "summarise-reviews",
+    ),
+    "draft-critique-revise": (
+        {"topic": "tea"},
+        {"text": "Green tea is a calming drink enjoyed worldwide.", "rounds": 2},
+        "draft-critique-revise",
+    ),
+    "approve-reply": (
+        {"message": "Where is my refund?"},
+        {"draft": "We are sorry, a refund is on its way.", "sent": "SENT: We are sorry, a refund is on its way."},
+        "approve-reply",
+    ),
 }
+WAITING = {"approve-reply": "approve=true"}
+"""Flows that stop for a person (exit 3) and the `--value` that lets them finish."""
 
 
 def _args(inputs: dict[str, str]) -> list[str]:
     return [arg for name, value in inputs.items() for arg in ("-i", f"{name}={value}")]
+
+
+def _finish(cli: CLI, name: str, result: Result) -> Result:
+    """Answer the human-input node of a waiting example, as a person would."""
+    if name not in WAITING:
+        return result
+    assert result.code == 3 and result.json()["status"] == "waiting", result.err
+    return cli("resume", result.json()["run_id"], "--value", WAITING[name], "--json")
 
 
 def test_every_example_flow_has_a_scripted_variant() -> None:
@@ -34,7 +84,7 @@ def test_every_example_flow_has_a_scripted_variant() -> None:
 def test_example_on_scripted_model(cli: CLI, name: str) -> None:
     inputs, outputs, script = EXAMPLES[name]
     model = f"default=scripted/{SCRIPTS / script}.yaml"
-    result = cli("run", str(FLOWS / f"{name}.yaml"), *_args(inputs), "--model", model, "--json")
+    result = _finish(cli, name, cli("run", str(FLOWS / f"{name}.yaml"), *_args(inputs), "--model", model, "--json"))
     assert result.code == 0, result.err
     assert result.json()["outputs"] == outputs
 
@@ -44,7 +94,7 @@ def test_example_on_scripted_model(cli: CLI, name: str) -> None:
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_on_embedded_model(cli: CLI, name: str) -> None:
     inputs, outputs, _ = EXAMPLES[name]
-    result = cli("run", str(FLOWS / f"{name}.yaml"), *_args(inputs), "--json")
+    result = _finish(cli, name, cli("run", str(FLOWS / f"{name}.yaml"), *_args(inputs), "--json", timeout=600))
     assert result.code == 0, result.err
     body = result.json()
     assert body["status"] == "succeeded"

@@ -9,6 +9,9 @@ from studio.models.base import Completion, ModelError, Request
 from studio.spec import ModelSpec
 
 _ENV_PREFIX = "$env."
+MAX_TOP_LOGPROBS_CHAT = 20
+"""OpenAI-style providers refuse more alternatives per token than this."""
+MAX_TOP_LOGPROBS_TEXT = 5
 
 
 def import_litellm() -> Any:
@@ -17,6 +20,7 @@ def import_litellm() -> Any:
     import litellm
 
     litellm.telemetry = False
+    litellm.suppress_debug_info = True
     return litellm
 
 
@@ -66,13 +70,21 @@ class LiteLLMModel:
         self.spec = spec
 
     def _arguments(self, request: Request) -> dict[str, Any]:
+        extra = {k: v for k, v in request.extra.items() if k != "top_logprobs"}
         arguments: dict[str, Any] = {
             "model": self.spec.model,
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             **self.spec.params,
-            **request.extra,
+            **extra,
         }
+        top = request.extra.get("top_logprobs")
+        if top:
+            chat = request.prompt is None
+            limit = MAX_TOP_LOGPROBS_CHAT if chat else MAX_TOP_LOGPROBS_TEXT
+            arguments.update(
+                {"logprobs": True, "top_logprobs": min(top, limit)} if chat else {"logprobs": min(top, limit)}
+            )
         if request.stop:
             arguments["stop"] = list(request.stop)
         api_key = resolve_secret(self.spec.api_key)
@@ -94,7 +106,10 @@ class LiteLLMModel:
                 response = await litellm.acompletion(messages=messages, **arguments)
                 text = response.choices[0].message.content or ""
         except Exception as err:
-            raise ModelError(_error_kind(litellm, err), f"{type(err).__name__}: {err}", _retry_after(err)) from None
+            message = f"{type(err).__name__}: {err}"
+            if arguments.get("api_key"):
+                message = message.replace(arguments["api_key"], "***")
+            raise ModelError(_error_kind(litellm, err), message, _retry_after(err)) from None
         return self._completion(litellm, response, text)
 
     def _completion(self, litellm: Any, response: Any, text: str) -> Completion:

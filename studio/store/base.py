@@ -81,6 +81,41 @@ class StepRecord:
     reused: bool = False
 
 
+@dataclass
+class ExperimentRecord:
+    """A group of runs made for one purpose: a batch evaluation, an optimizer search."""
+
+    experiment_id: str
+    kind: str
+    flow: str
+    config: dict[str, Any] = field(default_factory=dict)
+    """What was run: flow path and hash, dataset, mapping, metric, options."""
+    summary: dict[str, Any] | None = None
+    """The result, set when the experiment finishes; None while it runs (or after a crash)."""
+    created_at: str = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a listing shows; `since`/`until` compare with `started_at` (ISO, UTC, until exclusive)."""
+
+    flow: str | None = None
+    status: str | None = None
+    since: str | None = None
+    until: str | None = None
+    experiment_id: str | None = None
+
+    def accepts(self, run: RunRecord) -> bool:
+        """The same test the SQL `WHERE` makes, for stores kept in memory."""
+        return (
+            (self.flow is None or run.flow == self.flow)
+            and (self.status is None or run.status == self.status)
+            and (self.since is None or run.started_at >= self.since)
+            and (self.until is None or run.started_at < self.until)
+            and (self.experiment_id is None or run.experiment_id == self.experiment_id)
+        )
+
+
 class Store(Protocol):
     """Runs, their steps and model calls. One finished step is one atomic write."""
 
@@ -99,7 +134,13 @@ class Store(Protocol):
         error: str | None,
     ) -> RunRecord: ...
 
+    def set_status(self, run_id: str, status: RunStatus) -> None: ...
+
     def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    def cache_get(self, key: str) -> dict[str, Any] | None: ...
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
 
     def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]: ...
 
@@ -107,4 +148,34 @@ class Store(Protocol):
 
     def calls(self, run_id: str) -> list[CallRecord]: ...
 
+    def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
+        """One page of runs matching `where` (None: all), newest first (read-only)."""
+        ...
+
+    def count_runs(self, where: RunFilter | None = None) -> int:
+        """How many runs match `where` (read-only)."""
+        ...
+
+    def flow_names(self) -> list[str]:
+        """Every flow name that has a run, sorted (read-only)."""
+        ...
+
     def close(self) -> None: ...
+
+    def import_run(
+        self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
+    ) -> None:
+        """Write a finished run made elsewhere (a Ray worker), as is, in one transaction."""
+        ...
+
+    def create_experiment(self, experiment: ExperimentRecord) -> None: ...
+
+    def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord: ...
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None: ...
+
+    def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]: ...
+
+    def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
+        """The experiment's runs, oldest first."""
+        ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
 
 
 class MemoryStore:
@@ -16,6 +16,8 @@ class MemoryStore:
         self._steps: dict[str, list[StepRecord]] = {}
         self._calls: dict[str, list[CallRecord]] = {}
         self._flow_texts: dict[str, str | None] = {}
+        self._experiments: dict[str, ExperimentRecord] = {}
+        self._cache: dict[str, dict[str, Any]] = {}
 
     def flow_text(self, run_id: str) -> str | None:
         return self._flow_texts.get(run_id)
@@ -43,6 +45,16 @@ class MemoryStore:
         run.status, run.outputs, run.error, run.ended_at = status, copy.deepcopy(outputs), error, now()
         return copy.deepcopy(run)
 
+    def set_status(self, run_id: str, status: RunStatus) -> None:
+        self._runs[run_id].status = status
+
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        hit = self._cache.get(key)
+        return copy.deepcopy(hit) if hit else None
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        self._cache[key] = copy.deepcopy(response)
+
     def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
         return copy.deepcopy(run) if run else None
@@ -61,6 +73,51 @@ class MemoryStore:
 
     def calls(self, run_id: str) -> list[CallRecord]:
         return copy.deepcopy(self._calls.get(run_id, []))
+
+    def import_run(
+        self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
+    ) -> None:
+        self.create_run(run, flow_text)
+        self._steps[run.run_id] = [copy.deepcopy(step) for step, _ in steps]
+        self._calls[run.run_id] = [copy.deepcopy(call) for _, calls in steps for call in calls]
+
+    def create_experiment(self, experiment: ExperimentRecord) -> None:
+        if experiment.experiment_id in self._experiments:
+            raise ValueError(f"experiment {experiment.experiment_id} exists")
+        self._experiments[experiment.experiment_id] = copy.deepcopy(experiment)
+
+    def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord:
+        experiment = self._experiments[experiment_id]
+        experiment.summary = copy.deepcopy(summary)
+        return copy.deepcopy(experiment)
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
+        experiment = self._experiments.get(experiment_id)
+        return copy.deepcopy(experiment) if experiment else None
+
+    def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]:
+        found = [e for e in self._experiments.values() if kind is None or e.kind == kind]
+        found.sort(key=lambda e: e.created_at, reverse=True)
+        return [copy.deepcopy(e) for e in found[:limit]]
+
+    def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
+        runs = [r for r in self._runs.values() if r.experiment_id == experiment_id]
+        runs.sort(key=lambda r: r.started_at)
+        return [copy.deepcopy(r) for r in runs]
+
+    def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
+        where = where or RunFilter()
+        runs = [r for r in self._runs.values() if where.accepts(r)]
+        order = {run_id: number for number, run_id in enumerate(self._runs)}
+        runs.sort(key=lambda r: (r.started_at, order[r.run_id]), reverse=True)
+        return [copy.deepcopy(r) for r in runs[offset : offset + limit]]
+
+    def count_runs(self, where: RunFilter | None = None) -> int:
+        where = where or RunFilter()
+        return sum(1 for r in self._runs.values() if where.accepts(r))
+
+    def flow_names(self) -> list[str]:
+        return sorted({r.flow for r in self._runs.values()})
 
     def close(self) -> None:
         pass

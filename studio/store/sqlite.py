@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
@@ -60,7 +60,12 @@ def _migrate_v1(db: sqlite_utils.Database) -> None:
     )
 
 
-MIGRATIONS = [_migrate_v1]
+def _migrate_v2(db: sqlite_utils.Database) -> None:
+    """Experiments list their runs by id: index it."""
+    db.table("runs").create_index(["experiment_id", "started_at"], if_not_exists=True)
+
+
+MIGRATIONS = [_migrate_v1, _migrate_v2]
 
 
 def connect(path: str | Path) -> sqlite3.Connection:
@@ -156,6 +161,21 @@ class SQLiteStore:
         assert run is not None
         return run
 
+    def set_status(self, run_id: str, status: RunStatus) -> None:
+        with self.transaction():
+            self.conn.execute("UPDATE runs SET status = ?, ended_at = NULL WHERE run_id = ?", (status, run_id))
+
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT response FROM cache WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        with self.transaction():
+            self.conn.execute(
+                "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
+                (key, model, json.dumps(response), now()),
+            )
+
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
         return _from_row(RunRecord, rows[0]) if rows else None
@@ -184,5 +204,85 @@ class SQLiteStore:
         rows = self.db.query("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id])
         return [_from_row(CallRecord, row) for row in rows]
 
+    def import_run(
+        self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
+    ) -> None:
+        row = _to_row(run)
+        row["flow_text"] = flow_text
+        with self.transaction():
+            self._insert("runs", row)
+            for step, calls in steps:
+                step_id = self._insert("steps", {"run_id": run.run_id, **_to_row(step)})
+                for call in calls:
+                    self._insert("llm_calls", {"run_id": run.run_id, "step_id": step_id, **_to_row(call)})
+
+    def create_experiment(self, experiment: ExperimentRecord) -> None:
+        row = asdict(experiment)
+        row["config"] = json.dumps(row["config"])
+        row["summary"] = json.dumps(row["summary"]) if row["summary"] is not None else None
+        with self.transaction():
+            self._insert("experiments", row)
+
+    def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord:
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE experiments SET summary = ? WHERE experiment_id = ?", (json.dumps(summary), experiment_id)
+            )
+        experiment = self.get_experiment(experiment_id)
+        if experiment is None:
+            raise KeyError(f"no experiment {experiment_id}")
+        return experiment
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
+        rows = list(self.db.query("SELECT * FROM experiments WHERE experiment_id = ?", [experiment_id]))
+        return _experiment(rows[0]) if rows else None
+
+    def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]:
+        clause, params = ("WHERE kind = ?", [kind]) if kind is not None else ("", [])
+        sql = f"SELECT * FROM experiments {clause} ORDER BY created_at DESC LIMIT ?"
+        return [_experiment(row) for row in self.db.query(sql, [*params, limit])]
+
+    def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
+        sql = "SELECT * FROM runs WHERE experiment_id = ? ORDER BY started_at, rowid"
+        return [_from_row(RunRecord, row) for row in self.db.query(sql, [experiment_id])]
+
+    def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
+        clause, params = _where(where)
+        sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?"
+        return [_from_row(RunRecord, row) for row in self.db.query(sql, [*params, limit, offset])]
+
+    def count_runs(self, where: RunFilter | None = None) -> int:
+        clause, params = _where(where)
+        return int(self.conn.execute(f"SELECT count(*) FROM runs {clause}", params).fetchone()[0])
+
+    def flow_names(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT DISTINCT flow FROM runs ORDER BY flow")]
+
     def close(self) -> None:
         self.conn.close()
+
+
+def _experiment(row: dict[str, Any]) -> ExperimentRecord:
+    return ExperimentRecord(
+        experiment_id=row["experiment_id"],
+        kind=row["kind"],
+        flow=row["flow"],
+        config=json.loads(row["config"]) if row["config"] else {},
+        summary=json.loads(row["summary"]) if row["summary"] else None,
+        created_at=row["created_at"],
+    )
+
+
+def _where(where: RunFilter | None) -> tuple[str, list[str]]:
+    """The SQL `WHERE` clause of a run filter (None: every run), with its parameters."""
+    where = where or RunFilter()
+    tests = [
+        ("flow = ?", where.flow),
+        ("status = ?", where.status),
+        ("started_at >= ?", where.since),
+        ("started_at < ?", where.until),
+        ("experiment_id = ?", where.experiment_id),
+    ]
+    used = [(test, value) for test, value in tests if value is not None]
+    clause = "WHERE " + " AND ".join(test for test, _ in used) if used else ""
+    return clause, [value for _, value in used]

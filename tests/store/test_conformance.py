@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from studio.store import MemoryStore, SQLiteStore
-from studio.store.base import CallRecord, RunRecord, StepRecord
+from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord
 
 Store = MemoryStore | SQLiteStore
 
@@ -52,3 +52,103 @@ def test_records_are_copies(store: Store) -> None:
     run.inputs["q"] = "changed"
     again = store.get_run("r1")
     assert again is not None and again.inputs == {"q": "x"}
+
+
+def _experiment(experiment_id: str, kind: str = "batch", created_at: str = "2026-01-01T00:00:00") -> ExperimentRecord:
+    return ExperimentRecord(
+        experiment_id=experiment_id, kind=kind, flow="f", config={"data": "d.jsonl"}, created_at=created_at
+    )
+
+
+def test_experiment_round_trip_and_summary(store: Store) -> None:
+    store.create_experiment(_experiment("e1"))
+    made = store.get_experiment("e1")
+    assert made is not None and made.summary is None and made.config == {"data": "d.jsonl"}
+    done = store.finish_experiment("e1", {"score": 0.5, "examples": 2})
+    assert done.summary == {"score": 0.5, "examples": 2}
+    again = store.get_experiment("e1")
+    assert again is not None and again.summary == {"score": 0.5, "examples": 2}
+    assert store.get_experiment("missing") is None
+
+
+def test_list_experiments_newest_first_by_kind(store: Store) -> None:
+    store.create_experiment(_experiment("old", kind="batch", created_at="2026-01-01T00:00:00"))
+    store.create_experiment(_experiment("new", kind="optimize", created_at="2026-01-02T00:00:00"))
+    assert [e.experiment_id for e in store.list_experiments()] == ["new", "old"]
+    assert [e.experiment_id for e in store.list_experiments(kind="batch")] == ["old"]
+    assert [e.experiment_id for e in store.list_experiments(limit=1)] == ["new"]
+
+
+def test_runs_of_experiment_oldest_first(store: Store) -> None:
+    for run_id, started, experiment in [("b", "02", "e1"), ("a", "01", "e1"), ("c", "03", None)]:
+        run = _run(run_id, started_at=f"2026-01-{started}T00:00:00")
+        run.experiment_id = experiment
+        run.options = {"example": run_id}
+        store.create_run(run)
+    runs = store.runs_of_experiment("e1")
+    assert [r.run_id for r in runs] == ["a", "b"]
+    assert runs[0].options == {"example": "a"}
+    assert store.runs_of_experiment("none") == []
+
+
+def test_import_run_keeps_everything_as_made(store: Store) -> None:
+    run = _run("r1")
+    run.status, run.outputs, run.tokens, run.cost_usd, run.steps = "succeeded", {"x": 1}, 3, 0.5, 1
+    run.ended_at, run.experiment_id = "2026-01-01T00:00:01", "e1"
+    step = StepRecord(node="a", status="succeeded", outputs={"x": 1}, tokens=3, cost_usd=0.5)
+    call = CallRecord(
+        node="a", model="scripted", request={"prompt": "p"}, response="r", input_tokens=2, output_tokens=1
+    )
+    store.import_run(run, "flowstudio: 1\n", [(step, [call])])
+    stored = store.get_run("r1")
+    assert stored is not None
+    assert (stored.status, stored.outputs, stored.tokens, stored.steps, stored.ended_at) == (
+        "succeeded",
+        {"x": 1},
+        3,
+        1,
+        "2026-01-01T00:00:01",
+    )
+    assert [s.node for s in store.steps("r1")] == ["a"]
+    assert [c.response for c in store.calls("r1")] == ["r"]
+    assert store.flow_text("r1") == "flowstudio: 1\n"
+    assert [r.run_id for r in store.runs_of_experiment("e1")] == ["r1"]
+
+
+def _runs_for_paging(store: Store) -> None:
+    days = ["2026-01-01", "2026-01-02", "2026-01-03", "2026-01-04", "2026-01-05"]
+    for number, day in enumerate(days):
+        flow = "a" if number % 2 == 0 else "b"
+        store.create_run(_run(f"r{number}", flow=flow, started_at=f"{day}T12:00:00+00:00"))
+    store.finish_run("r3", status="failed", outputs=None, error="boom")
+
+
+def test_query_runs_pages_newest_first(store: Store) -> None:
+    from studio.store.base import RunFilter
+
+    _runs_for_paging(store)
+    assert [r.run_id for r in store.query_runs(limit=2)] == ["r4", "r3"]
+    assert [r.run_id for r in store.query_runs(limit=2, offset=2)] == ["r2", "r1"]
+    assert [r.run_id for r in store.query_runs(limit=2, offset=4)] == ["r0"]
+    assert store.query_runs(limit=2, offset=10) == []
+    assert [r.run_id for r in store.query_runs(RunFilter(flow="a"))] == ["r4", "r2", "r0"]
+    assert store.count_runs() == 5 and store.count_runs(RunFilter(flow="b")) == 2
+
+
+def test_query_runs_filters_by_status_date_and_experiment(store: Store) -> None:
+    from studio.store.base import RunFilter
+
+    _runs_for_paging(store)
+    store.create_run(RunRecord(run_id="x1", flow="a", flow_path=None, flow_hash="h", inputs={}, started_at="2026-01-03T13:00:00+00:00", experiment_id="e1"))  # fmt: skip
+    assert [r.run_id for r in store.query_runs(RunFilter(status="failed"))] == ["r3"]
+    window = RunFilter(since="2026-01-02", until="2026-01-04")
+    assert [r.run_id for r in store.query_runs(window)] == ["x1", "r2", "r1"]
+    assert store.count_runs(window) == 3
+    assert [r.run_id for r in store.query_runs(RunFilter(experiment_id="e1"))] == ["x1"]
+    assert store.count_runs(RunFilter(flow="a", status="failed")) == 0
+
+
+def test_flow_names_are_distinct_and_sorted(store: Store) -> None:
+    assert store.flow_names() == []
+    _runs_for_paging(store)
+    assert store.flow_names() == ["a", "b"]

@@ -15,7 +15,7 @@ def test_pragmas_and_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "steps", "llm_calls", "cache", "experiments"} <= tables
     store.close()
@@ -30,3 +30,18 @@ def test_values_are_stored_as_json_text(tmp_path: Path) -> None:
     raw = sqlite3.connect(tmp_path / "a.db")
     assert raw.execute("SELECT inputs FROM runs").fetchone()[0] == '{"n": [1, 2]}'
     assert raw.execute("SELECT outputs FROM steps").fetchone()[0] == '{"text": "<b>hi</b>"}'
+
+
+def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
+    import sqlite_utils
+
+    from studio.store.sqlite import MIGRATIONS, connect
+
+    conn = connect(tmp_path / "old.db")
+    MIGRATIONS[0](sqlite_utils.Database(conn))
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    store = SQLiteStore(tmp_path / "old.db")
+    indexes = {r[1] for r in store.conn.execute("PRAGMA index_list(runs)")}
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert any("experiment_id" in name for name in indexes)

@@ -1,0 +1,54 @@
+"""`control.loop`: run a sub-flow until a condition holds or `max_iterations` is reached."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate
+
+
+class Loop(SubFlowNode):
+    """Outputs named like a sub-flow input feed the next iteration."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+        flow: str | dict[str, Any]
+        """The sub-flow: a path relative to this flow, or an inline flow mapping."""
+        until: str
+        """Sandboxed expression over `outputs` (the last iteration's outputs); true stops the loop."""
+        max_iterations: int = Field(ge=1, le=1000)
+        """Hard bound on iterations."""
+        on_limit: Literal["fail", "stop"] = "fail"
+        """At the bound without `until` true: fail the node, or stop and return the last outputs."""
+
+    class Inputs(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+    class Outputs(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        iterations: int
+        """How many iterations ran."""
+
+    config: Config
+
+    def output_ports(self) -> dict[str, PortType]:
+        return {**self.sub_flow()[2], "iterations": PortType("int")}
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        state = dict(inputs.model_extra or {})
+        accepted = set(self.sub_flow()[0])
+        outputs: dict[str, Any] = {}
+        for iteration in range(1, self.config.max_iterations + 1):
+            outputs = await ctx.call_flow(self.config.flow, state, str(iteration))
+            if evaluate(self.config.until, {"outputs": outputs, "iteration": iteration}):
+                return self.Outputs(iterations=iteration, **outputs)
+            state.update({k: v for k, v in outputs.items() if k in accepted})
+        if self.config.on_limit == "stop":
+            return self.Outputs(iterations=self.config.max_iterations, **outputs)
+        raise NodeError(
+            f"loop reached max_iterations={self.config.max_iterations} without `until` being true", kind="loop_limit"
+        )

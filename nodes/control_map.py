@@ -1,0 +1,61 @@
+"""`control.map`: run a sub-flow per item of a list, bounded concurrency, ordered results."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from studio.node import Node, NodeContext, PortType, sub_flow_signature
+
+
+class Map(Node):
+    """Each item goes to the sub-flow input named by `item`; other inputs go to every sub-run."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+        flow: str | dict[str, Any]
+        """The sub-flow: a path relative to this flow, or an inline flow mapping."""
+        item: str = "item"
+        """Name of the sub-flow input that receives each item."""
+        concurrency: int = Field(default=4, ge=1, le=256)
+        """How many sub-runs at once."""
+
+    class Inputs(BaseModel):
+        model_config = ConfigDict(extra="allow")
+
+        items: list[Any]
+        """The list to map over."""
+
+    class Outputs(BaseModel):
+        results: list[dict[str, Any]]
+        """The sub-flow's outputs for each item, in input order."""
+
+    config: Config
+
+    def check(self) -> list[tuple[str, str]]:
+        ports = sub_flow_signature(self.config.flow, self.flow_dir)[0]
+        if self.config.item not in ports:
+            return [("item", f"the sub-flow has no input {self.config.item!r}; its inputs are {sorted(ports)}")]
+        return []
+
+    def input_ports(self) -> dict[str, PortType]:
+        ports = dict(sub_flow_signature(self.config.flow, self.flow_dir)[0])
+        item = ports.pop(self.config.item)
+        return {"items": PortType("list", item), **ports}
+
+    def required_inputs(self) -> set[str]:
+        return {"items"} | (sub_flow_signature(self.config.flow, self.flow_dir)[1] - {self.config.item})
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        shared = dict(inputs.model_extra or {})
+        gate = asyncio.Semaphore(self.config.concurrency)
+
+        async def one(index: int, item: Any) -> dict[str, Any]:
+            async with gate:
+                return await ctx.call_flow(self.config.flow, {**shared, self.config.item: item}, str(index))
+
+        results = await asyncio.gather(*(one(i, item) for i, item in enumerate(inputs.items)))
+        return self.Outputs(results=list(results))

@@ -1,0 +1,218 @@
+"""`llm.agent`: a model that calls tools in a loop until it answers, at most `max_turns` turns.
+
+Where the model supports it (`ctx.llm` is a ToolCallingLLM whose `supports_tools()` is true:
+litellm's `supports_function_calling`), the provider's function calling picks the tools.
+Elsewhere, and always on the embedded model, a plain-text protocol does (ReAct style):
+
+    Question: What is 12 times 7?
+    Action: calculator
+    Input: 12 * 7
+    Observation: 84
+    Answer: 84
+
+Every turn (the model's reply, the tool, its input and observation, errors) is an item of
+the `turns` output, so the step's trace shows the whole loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes import tooling
+from studio.node import Message, Node, NodeContext, NodeError, TemplateInputs, ToolCallingLLM, render
+
+_ACTION = re.compile(r"Action:[ \t]*(.*)")
+_CALL = re.compile(r"^([A-Za-z_][\w.]*)\s*(?:[\[(](.*)[\])]|[:\s]\s*(.*))?$")
+_INPUT = re.compile(r"^(?:Action )?Input:[ \t]*(.*)$", re.MULTILINE)
+_ANSWER = re.compile(r"(?:Final )?Answer:\s*(.*)")
+PROTOCOL = """To use a tool, write "Action:" with the tool's name and "Input:" with its input, then wait for the Observation.
+When you know the answer, write "Answer:" and the answer."""
+
+
+def _parse_action(line: str, given: str | None, tools: dict[str, tooling.Tool]) -> tuple[str, str]:
+    """Tool name and input from an `Action:` line and the `Input:` line, as forgiving as is safe.
+
+    Accepts `calculator` + `Input: 2 + 2`, `calculator[2 + 2]`, `calculator(2 + 2)`, `calculator: 2 + 2`;
+    with a single tool, an action that names no tool (`Action: 2 + 2`, a small model's habit) is its input.
+    """
+    call = _CALL.match(line)
+    if call:
+        inline = call.group(2) if call.group(2) is not None else call.group(3)
+        return call.group(1), (inline if inline is not None else given or "").strip()
+    if len(tools) == 1:
+        return next(iter(tools)), given if given is not None else line
+    return line, given or ""
+
+
+class Step(BaseModel):
+    """One tool use in a demo."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    input: str
+    observation: str
+
+
+class Agent(Node):
+    """Answer a task by calling tools in a loop."""
+
+    uses_model = True
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+        tools: list[str] = Field(min_length=1)
+        """Tool names the agent may call: keys of the flow's `tools:` or `flowstudio.tools` entry points."""
+        prompt: str = "{{ task }}"
+        """Jinja2 template over the node's inputs: the task the agent gets."""
+        instructions: str = "Answer the question. Use the tools for anything you cannot do reliably yourself."
+        """What the agent is told before the tools; the optimizer rewrites these."""
+        demos: list[dict[str, Any]] = []
+        """Worked examples for the text protocol: the prompt's inputs, `steps` ({tool, input, observation}) and `answer`."""
+        max_turns: int = Field(default=6, ge=1, le=50)
+        """Most model replies in one run of the node."""
+        on_limit: Literal["fail", "stop"] = "fail"
+        """At `max_turns` without an answer: fail the node, or `stop` with an empty answer."""
+        protocol: Literal["auto", "functions", "text"] = "auto"
+        """`auto`: the provider's function calling where supported, else the text protocol."""
+        tool_timeout_s: float = Field(default=30.0, gt=0)
+        """Give up on one tool call after this many seconds (the agent sees the error)."""
+        max_tokens: int | None = Field(default=None, gt=0)
+        """Cap on generated tokens per turn; the model alias' setting when omitted."""
+
+    Inputs = TemplateInputs
+
+    class Outputs(BaseModel):
+        answer: str
+        """The final answer ("" when stopped at `max_turns`)."""
+        turns: list[dict[str, Any]]
+        """Every turn: the model's `reply`, then `tool`, `input`, `observation` or `answer`, and any `error`."""
+
+    config: Config
+
+    def templates(self) -> list[tuple[str, str]]:
+        return [("prompt", self.config.prompt), ("instructions", self.config.instructions)]
+
+    def check(self) -> list[tuple[str, str]]:
+        for i, demo in enumerate(self.config.demos):
+            try:
+                [Step.model_validate(s) for s in demo.get("steps", [])]
+            except ValueError:
+                return [(f"demos.{i}.steps", "each step needs `tool`, `input` and `observation`")]
+            if "answer" not in demo:
+                return [(f"demos.{i}", "a demo needs an `answer`")]
+        return []
+
+    async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
+        tools = {name: ctx.tool(name) for name in self.config.tools}
+        task = render(self.config.prompt, inputs.values())
+        use_functions = self.config.protocol == "functions" or (
+            self.config.protocol == "auto" and isinstance(ctx.llm, ToolCallingLLM) and ctx.llm.supports_tools()
+        )
+        turns: list[dict[str, Any]] = []
+        loop = self._functions if use_functions else self._text
+        answer = await loop(task, tools, ctx, turns)
+        if answer is None:
+            if self.config.on_limit == "fail":
+                tried = "; ".join(f"{t.get('tool') or '-'}: {t.get('error') or t.get('observation')}" for t in turns)
+                raise NodeError(f"no answer after {self.config.max_turns} turns ({tried})"[:2000], kind="max_turns")
+            answer = ""
+        return self.Outputs(answer=answer, turns=turns)
+
+    async def _use(self, name: str, arguments: Any, tools: dict[str, tooling.Tool], turn: dict[str, Any]) -> str:
+        """Run one tool call for the model; failures become the observation, so the agent can recover."""
+        turn.update(tool=name, input=arguments)
+        try:
+            if name not in tools:
+                raise NodeError(f"unknown tool {name!r}; the tools are {', '.join(tools)}")
+            kwargs = self._bind(tools[name], arguments)
+            result = await tooling.call(name, tools[name], kwargs, self.config.tool_timeout_s)
+        except NodeError as err:
+            turn["error"] = str(err)
+            return f"Error: {err}"
+        observation = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+        turn["observation"] = observation[:2000]
+        return turn["observation"]  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _bind(tool: tooling.Tool, arguments: Any) -> dict[str, Any]:
+        """A JSON object is the keyword arguments; other text goes to a tool's only parameter."""
+        if isinstance(arguments, dict):
+            return arguments
+        text = str(arguments).strip()
+        if text.startswith("{"):
+            try:
+                parsed = json.loads(text)
+            except json.JSONDecodeError:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed
+        params = list(tooling.input_ports(tool))
+        if len(params) != 1:
+            raise NodeError(f"write the input as a JSON object with keys {params}", kind="bad_input")
+        return {params[0]: text.strip("\"'`")}
+
+    def _preamble(self, tools: dict[str, tooling.Tool]) -> str:
+        listed = "\n".join(f"- {tooling.summary(name, tool)}" for name, tool in tools.items())
+        return f"{self.config.instructions}\n\nTools:\n{listed}".strip()
+
+    async def _text(
+        self, task: str, tools: dict[str, tooling.Tool], ctx: NodeContext, turns: list[dict[str, Any]]
+    ) -> str | None:
+        parts = [self._preamble(tools) + "\n\n" + PROTOCOL]
+        for demo in self.config.demos:
+            lines = [f"Question: {render(self.config.prompt, demo)}"]
+            for step in demo.get("steps", []):
+                lines += [f"Action: {step['tool']}", f"Input: {step['input']}", f"Observation: {step['observation']}"]
+            parts.append("\n".join([*lines, f"Answer: {demo['answer']}"]))
+        transcript = "\n\n".join(parts) + f"\n\nQuestion: {task}\n"
+        for number in range(1, self.config.max_turns + 1):
+            completion = await ctx.llm.complete(
+                prompt=transcript,
+                stop=["\nObservation:", "Observation:", "\nQuestion:"],
+                max_tokens=self.config.max_tokens,
+            )
+            reply = completion.text.strip()
+            turn: dict[str, Any] = {"turn": number, "reply": reply}
+            turns.append(turn)
+            action, answer = _ACTION.search(reply), _ANSWER.search(reply)
+            if answer and (action is None or answer.start() < action.start()):
+                turn["answer"] = answer.group(1).strip()
+                return turn["answer"]  # type: ignore[no-any-return]
+            if action is None:
+                turn["error"] = "the reply has neither an Action nor an Answer"
+                transcript += f"{reply}\nObservation: Error: write Action: and Input:, or Answer:\n"
+                continue
+            given = _INPUT.search(reply, action.end())
+            name, arguments = _parse_action(action.group(1).strip(), given.group(1).strip() if given else None, tools)
+            observation = await self._use(name, arguments, tools, turn)
+            transcript += f"Action: {name}\nInput: {arguments}\nObservation: {observation}\n"
+        return None
+
+    async def _functions(
+        self, task: str, tools: dict[str, tooling.Tool], ctx: NodeContext, turns: list[dict[str, Any]]
+    ) -> str | None:
+        llm = ctx.llm
+        if not isinstance(llm, ToolCallingLLM):
+            raise NodeError("this model offers no function calling; use protocol: text", kind="bad_config")
+        schemas = [tooling.function_schema(name, tool) for name, tool in tools.items()]
+        messages = [Message("system", self.config.instructions), Message("user", task)]
+        for number in range(1, self.config.max_turns + 1):
+            reply = await llm.complete_with_tools(messages=messages, tools=schemas, max_tokens=self.config.max_tokens)
+            if not reply.calls:
+                turns.append({"turn": number, "reply": reply.text, "answer": reply.text.strip()})
+                return reply.text.strip()
+            results = []
+            for call in reply.calls:
+                turn: dict[str, Any] = {"turn": number, "reply": reply.text}
+                turns.append(turn)
+                observation = await self._use(call.name, call.arguments, tools, turn)
+                results.append(f"{call.name}({json.dumps(call.arguments)}) returned: {observation}")
+            # Results go back as plain messages, which every provider accepts after any reply.
+            messages += [Message("assistant", reply.text or "Calling tools."), Message("user", "\n".join(results))]
+        return None

@@ -1,0 +1,183 @@
+"""`retrieve.fts`: full-text search (SQLite FTS5, BM25 ranking) over a document table.
+
+A document table has `id`, `path`, `title`, `chunk` and `text` columns and an FTS5 index on
+title and text; `flowstudio index DIR --table NAME` builds one from .txt and .md files. With
+`documents: DIR` instead of `db:`, the node builds the same table in memory, once per process
+and directory state, which suits a small document set shipped beside the flow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes.text_split import split_text
+from studio.node import Node, NodeContext, NodeError
+
+SUFFIXES = (".txt", ".md")
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "so",
+        "that",
+        "the",
+        "their",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+_memory: dict[tuple[Any, ...], sqlite_utils.Database] = {}
+_memory_lock = threading.Lock()
+
+
+def document_rows(directory: Path, chunk_chars: int) -> list[dict[str, Any]]:
+    """One row per chunk of every .txt and .md file under `directory`, in path order."""
+    rows = []
+    for path in sorted(p for p in directory.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file()):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        heading = re.search(r"^#+\s+(.+)$", text, re.MULTILINE)
+        title = heading.group(1).strip() if heading else path.stem.replace("-", " ").replace("_", " ")
+        name = path.relative_to(directory).as_posix()
+        for number, chunk in enumerate(split_text(text, chunk_chars)):
+            rows.append({"id": f"{name}#{number}", "path": name, "title": title, "chunk": number, "text": chunk})
+    return rows
+
+
+def index_directory(db: sqlite_utils.Database, table: str, directory: Path, chunk_chars: int = 1000) -> int:
+    """(Re)build `table` and its FTS5 index from a directory; returns the number of rows."""
+    rows = document_rows(directory, chunk_chars)
+    if db[table].exists():
+        if db[f"{table}_fts"].exists():
+            db[table].disable_fts()  # type: ignore[union-attr]
+        db[table].drop()
+    columns = {"id": str, "path": str, "title": str, "chunk": int, "text": str}
+    db[table].create(columns, pk="id")  # type: ignore[union-attr]
+    db[table].insert_all(rows)  # type: ignore[union-attr]
+    db[table].enable_fts(["title", "text"], tokenize="porter")  # type: ignore[union-attr]
+    return len(rows)
+
+
+def fts_query(question: str) -> str:
+    """A free-text question as an FTS5 query: its words, quoted, any of them (BM25 ranks)."""
+    words = [w for w in re.findall(r"\w+", question.lower()) if w not in STOPWORDS]
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words))
+
+
+def search(db: sqlite_utils.Database, table: str, question: str, limit: int) -> list[dict[str, Any]]:
+    """The best `limit` chunks for a question, best first, each with its BM25 `score` (higher is better)."""
+    query = fts_query(question)
+    if not query:
+        return []
+    rows = db[table].search(query, limit=limit, include_rank=True)  # type: ignore[union-attr]
+    return [{"path": r["path"], "title": r["title"], "text": r["text"], "score": round(-r["rank"], 6)} for r in rows]
+
+
+def _in_memory(directory: Path, table: str, chunk_chars: int) -> sqlite_utils.Database:
+    """The directory indexed in memory, rebuilt when a file changes."""
+    files = sorted(p for p in directory.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file())
+    key = (str(directory), table, chunk_chars, tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
+    with _memory_lock:
+        if key not in _memory:
+            db = sqlite_utils.Database(sqlite3.connect(":memory:", check_same_thread=False))
+            index_directory(db, table, directory, chunk_chars)
+            _memory[key] = db
+        return _memory[key]
+
+
+class RetrieveFTS(Node):
+    """Find the passages that best match a question (full-text search, BM25)."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+        table: str = Field(default="documents", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+        """The document table (built by `flowstudio index DIR --table NAME`)."""
+        db: str | None = None
+        """SQLite file holding the table, relative to the flow's directory."""
+        documents: str | None = None
+        """Instead of `db`: a directory of .txt/.md files (relative to the flow), indexed in memory."""
+        limit: int = Field(default=3, ge=1, le=100)
+        """How many passages to return."""
+        chunk_chars: int = Field(default=1000, ge=100)
+        """Passage length when indexing `documents`."""
+
+    class Inputs(BaseModel):
+        query: str
+        """The question or keywords; any text (no query syntax needed)."""
+
+    class Outputs(BaseModel):
+        results: list[dict[str, Any]]
+        """Passages, best first: `path`, `title`, `text`, `score`."""
+        text: str
+        """The passages' text joined by blank lines, ready for a prompt."""
+
+    config: Config
+
+    def check(self) -> list[tuple[str, str]]:
+        if (self.config.db is None) == (self.config.documents is None):
+            return [("db", "give either `db` (an indexed SQLite file) or `documents` (a directory)")]
+        return []
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        results = await asyncio.to_thread(self._search, inputs.query, ctx.flow_dir)
+        return self.Outputs(results=results, text="\n\n".join(r["text"] for r in results))
+
+    def _search(self, query: str, flow_dir: Path) -> list[dict[str, Any]]:
+        c = self.config
+        hint = f"build it with `flowstudio index DIR --table {c.table} --db {c.db}`"
+        if c.documents is not None:
+            directory = (flow_dir / c.documents).resolve()
+            if not directory.is_dir():
+                raise NodeError(f"documents directory {directory} does not exist", kind="not_found")
+            return search(_in_memory(directory, c.table, c.chunk_chars), c.table, query, c.limit)
+        path = (flow_dir / str(c.db)).resolve()
+        if not path.is_file():
+            raise NodeError(f"no document database at {path}; {hint}", kind="not_found")
+        db = sqlite_utils.Database(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True))
+        try:
+            if not db[f"{c.table}_fts"].exists():
+                raise NodeError(f"{path} has no indexed table {c.table!r}; {hint}", kind="not_found")
+            return search(db, c.table, query, c.limit)
+        finally:
+            db.close()

@@ -1,0 +1,96 @@
+"""How an LLM node spends its calls: `single`, `reasoning`, `ensemble` or `reflect`.
+
+A strategy never changes the node's prompt, only which calls are made and how their
+answers combine: `reasoning` asks the model to think first and then answer (zero-shot
+chain of thought, two calls), `ensemble` samples several answers and keeps the most common
+one (self-consistency), `reflect` drafts an answer, asks for a critique of it and then for
+a revised answer (three calls). Every call goes through `ctx.llm`, so each one is traced,
+cached and budgeted like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from studio.node import Message
+
+Strategy = Literal["single", "reasoning", "ensemble", "reflect"]
+SAMPLE_TEMPERATURE = 0.7
+"""Temperature of an ensemble's samples: enough for them to differ."""
+THINKING_TOKENS = 64
+"""Cap on the tokens of a reasoning or critique step."""
+THINK = "Let's think step by step."
+REVIEW_CHAT = "Check the answer above. Say briefly what is wrong with it, or that it is correct."
+REVIEW_CUE = "Review:"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A rendered prompt: chat messages, or one completion-style `text` the model continues."""
+
+    messages: tuple[Message, ...] = ()
+    text: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        """Keyword arguments for `ctx.llm.complete`."""
+        if self.text is not None:
+            return {"prompt": self.text}
+        return {"messages": list(self.messages)}
+
+    def with_note(self, note: str) -> Prompt:
+        """The same question with `note` added at its end."""
+        if self.text is not None:
+            return Prompt(text=f"{self.text} {note}")
+        last = self.messages[-1]
+        return Prompt(messages=(*self.messages[:-1], Message(last.role, f"{last.content}\n\n{note}")))
+
+    def then(self, reply: str, chat_request: str, cue: str) -> Prompt:
+        """The exchange continued: the model's `reply`, then a request (chat) or a cue (completion)."""
+        if self.text is not None:
+            return Prompt(text=f"{self.text} {reply.strip()}\n{cue}")
+        return Prompt(messages=(*self.messages, Message("assistant", reply.strip()), Message("user", chat_request)))
+
+
+Ask = Callable[..., Awaitable[str]]
+"""`ask(prompt, *, stop=..., max_tokens=..., temperature=..., extra=...)` → the reply text."""
+
+
+async def deliberate(strategy: Strategy, prompt: Prompt, ask: Ask, final_request: str, final_cue: str) -> Prompt:
+    """The prompt whose reply is the answer: `prompt` itself, or one extended by thinking or a critique."""
+    if strategy == "reasoning":
+        thinking = prompt.with_note(THINK)
+        reasoning = await ask(thinking, stop=["\n\n"], max_tokens=THINKING_TOKENS)
+        return thinking.then(reasoning, final_request, final_cue)
+    if strategy == "reflect":
+        draft = await ask(prompt)
+        review = prompt.then(draft, REVIEW_CHAT, REVIEW_CUE)
+        critique = await ask(review, stop=["\n\n"], max_tokens=THINKING_TOKENS)
+        return review.then(critique, final_request, final_cue)
+    return prompt
+
+
+async def samples(prompt: Prompt, ask: Ask, n: int) -> list[str]:
+    """`n` sampled answers, each with its own seed so that neither the model nor the cache repeats one."""
+    calls = [ask(prompt, temperature=SAMPLE_TEMPERATURE, extra={"seed": i}) for i in range(n)]
+    return list(await asyncio.gather(*calls))
+
+
+def normalised(answer: str) -> str:
+    """What two answers must share to count as the same vote: words, case and spacing ignored."""
+    return " ".join(re.findall(r"\w+", answer.lower()))
+
+
+def majority(answers: list[str]) -> str:
+    """The most common answer (ties: the one given first), as it was first written."""
+    if not answers:
+        return ""
+    keys = [normalised(a) for a in answers]
+    counts = Counter(keys)
+    best = max(counts.values())
+    winner = next(k for k in keys if counts[k] == best)
+    return answers[keys.index(winner)]

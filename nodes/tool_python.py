@@ -1,0 +1,55 @@
+"""`tool.python`: call a Python function by its tool name; ports follow its signature."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from nodes import tooling
+from studio.node import ANY, Node, NodeContext, PortType, TemplateInputs, registered_tool
+
+
+class PythonTool(Node):
+    """Call a Python function listed in the flow's `tools:` or installed as a `flowstudio.tools` entry point."""
+
+    class Config(BaseModel):
+        model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+        tool: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+        """Tool name: a key of the flow's `tools:` section or an installed `flowstudio.tools` entry point."""
+        timeout_s: float | None = Field(default=None, gt=0)
+        """Give up on the call after this many seconds."""
+
+    class Inputs(TemplateInputs):
+        """The function's arguments, by parameter name."""
+
+    class Outputs(BaseModel):
+        result: Any
+        """What the function returned, as JSON data."""
+
+    config: Config
+
+    def _installed(self) -> tooling.Tool | None:
+        """The entry-point tool, which the signature can be read from at compile time."""
+        try:
+            return registered_tool(self.config.tool)
+        except Exception:
+            return None
+
+    def input_ports(self) -> dict[str, PortType]:
+        tool = self._installed()
+        return tooling.input_ports(tool) if tool else {}
+
+    def required_inputs(self) -> set[str]:
+        tool = self._installed()
+        return tooling.required(tool) if tool else set()
+
+    def output_ports(self) -> dict[str, PortType]:
+        tool = self._installed()
+        return {"result": tooling.output_port(tool) if tool else ANY}
+
+    async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
+        name = self.config.tool
+        result = await tooling.call(name, ctx.tool(name), inputs.values(), self.config.timeout_s)
+        return self.Outputs(result=result)

@@ -1,0 +1,62 @@
+"""Experiments: batches (and later optimizer searches) with the table of their examples' runs."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from studio.app.nav import trace_link
+from studio.app.settings import open_store
+from studio.app.widgets import ident
+from studio.store.base import RunFilter
+from studio.viewer import example_rows, experiment_rows
+
+LIMIT = 200
+EXAMPLES = 1000
+
+
+def render() -> None:
+    """The list of experiments; for the chosen one, its config, summary and examples."""
+    st.title("Experiments")
+    with open_store() as store:
+        experiments = store.list_experiments(limit=LIMIT)
+        if not experiments:
+            st.info("No experiments yet. `flowstudio batch` records one per dataset run.")
+            return
+        st.dataframe(experiment_rows(experiments), hide_index=True, key="experiments_table")
+        labels = {e.experiment_id: f"{e.experiment_id} · {e.kind} · {e.flow}" for e in experiments}
+        wanted = st.query_params.get("experiment")
+        ids = list(labels)
+        index = ids.index(wanted) if wanted in ids else 0
+        chosen = st.selectbox("Experiment", ids, index=index, format_func=labels.__getitem__)
+        if chosen != wanted:
+            st.query_params["experiment"] = chosen
+        experiment = store.get_experiment(chosen)
+        where = RunFilter(experiment_id=chosen)
+        total = store.count_runs(where)
+        runs = list(reversed(store.query_runs(where, limit=EXAMPLES)))
+    if experiment is None:
+        return
+    st.subheader(f"{experiment.kind} of {ident(experiment.flow)}")
+    config, summary = st.columns(2)
+    with config:
+        st.markdown("**Config**")
+        st.json(experiment.config, expanded=1)
+    with summary:
+        st.markdown("**Summary**")
+        st.json(experiment.summary or {}, expanded=1)
+    st.markdown(
+        f"**Examples** ({total} run{'s' if total != 1 else ''}{', first ' + str(EXAMPLES) if total > EXAMPLES else ''})"
+    )
+    rows = example_rows(experiment, runs)
+    for row in rows:
+        row["run"] = trace_link(row["run"])
+    st.dataframe(
+        rows,
+        hide_index=True,
+        column_config={
+            "run": st.column_config.LinkColumn("run", display_text=r"run=(.+)$", help="Open the trace"),
+            "score": st.column_config.NumberColumn("score", format="%.3f"),
+            "cost_usd": st.column_config.NumberColumn("cost $", format="%.6f"),
+        },
+        key="examples_table",
+    )

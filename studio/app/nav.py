@@ -1,0 +1,40 @@
+"""The app's pages, built on demand so pages can link to each other without import cycles."""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+
+
+def runs_page() -> StreamlitPage:
+    from studio.app.runs_page import render
+
+    return st.Page(render, title="Runs", icon=":material/list:", url_path="runs", default=True)
+
+
+def trace_page() -> StreamlitPage:
+    from studio.app.trace_page import render
+
+    return st.Page(render, title="Traces", icon=":material/account_tree:", url_path="traces")
+
+
+def experiments_page() -> StreamlitPage:
+    from studio.app.experiments_page import render
+
+    return st.Page(render, title="Experiments", icon=":material/science:", url_path="experiments")
+
+
+def run_page() -> StreamlitPage:
+    from studio.app.run_page import render
+
+    return st.Page(render, title="Run", icon=":material/play_arrow:", url_path="run")
+
+
+def all_pages() -> list[StreamlitPage]:
+    """Runs first: it is where people start."""
+    return [runs_page(), trace_page(), experiments_page(), run_page()]
+
+
+def trace_link(run_id: str) -> str:
+    """A relative link to a run's trace, for link columns in tables."""
+    return f"traces?run={run_id}"

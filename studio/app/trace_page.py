@@ -1,0 +1,107 @@
+"""Traces: one run's graph, failure, per-node details, cost breakdown and a comparison with another run."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from studio.app import trace_parts
+from studio.app.settings import open_store
+from studio.app.widgets import duration, ident
+from studio.store.base import RunFilter, RunRecord
+from studio.viewer import find_failure, load_trace, parse_step_name, run_dot, seconds, top_node
+from studio.viewer.trace import Trace
+
+RECENT = 100
+
+
+def _label(run: RunRecord) -> str:
+    return f"{run.run_id} · {run.flow} · {run.status} · {run.started_at[:19].replace('T', ' ')}"
+
+
+def _pick_run(recent: list[RunRecord], wanted: str | None) -> str | None:
+    """The run named in the URL (`?run=ID`), else a choice among the latest runs."""
+    labels = {r.run_id: _label(r) for r in recent}
+    if wanted and wanted not in labels:
+        labels = {wanted: wanted, **labels}
+    if not labels:
+        return None
+    ids = list(labels)
+    chosen = st.selectbox("Run", ids, index=ids.index(wanted) if wanted else 0, format_func=labels.__getitem__)
+    if chosen != st.query_params.get("run"):
+        st.query_params["run"] = chosen
+    return chosen
+
+
+def _header(trace: Trace) -> None:
+    run = trace.run
+    took = seconds(run.started_at, run.ended_at)
+    cells = st.columns(5)
+    cells[0].metric("status", run.status)
+    cells[1].metric("duration", duration(took))
+    cells[2].metric("steps", run.steps)
+    cells[3].metric("tokens", run.tokens)
+    cells[4].metric("cost", f"${run.cost_usd:.6f}")
+    started = run.started_at[:19].replace("T", " ")
+    st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}")
+
+
+def _pick_node(trace: Trace, default: str | None) -> str:
+    nodes = trace.node_ids()
+    wanted = st.query_params.get("node")
+    start = wanted if wanted in nodes else default if default in nodes else nodes[0]
+    chosen = st.selectbox("Node", nodes, index=nodes.index(start), key=f"node_{trace.run.run_id}")
+    if chosen != wanted:
+        st.query_params["node"] = chosen
+    return str(chosen)
+
+
+def _pick_step(trace: Trace, node: str, default: str | None) -> str | None:
+    """For a node with sub-flow steps (map items, loop iterations), which of its steps to show."""
+    names = list(dict.fromkeys(s.node for s in trace.steps_of(node)))
+    if len(names) <= 1:
+        return names[0] if names else None
+    start = default if default in names else names[0]
+
+    def label(name: str) -> str:
+        parsed = parse_step_name(name)
+        return f"{parsed.scope} → {parsed.leaf}" if parsed.nested else f"{name} (the node itself)"
+
+    return str(st.selectbox("Step", names, index=names.index(start), format_func=label, key=f"step_{node}"))
+
+
+def render() -> None:
+    """The whole page for the run in `?run=`."""
+    st.title("Traces")
+    with open_store() as store:
+        recent = store.query_runs(limit=RECENT)
+        run_id = _pick_run(recent, st.query_params.get("run"))
+        if run_id is None:
+            st.info("No runs yet. Run a flow with `flowstudio run FLOW` or from the Run page.")
+            return
+        trace = load_trace(store, run_id)
+        if trace is None:
+            st.error("There is no run with this id in the store.")
+            return
+        siblings = [r for r in store.query_runs(RunFilter(flow=trace.run.flow), limit=RECENT) if r.run_id != run_id]
+        _header(trace)
+        failure = find_failure(trace)
+        if failure is not None:
+            trace_parts.failure_box(failure)
+        failing = failure.step.node if failure and failure.step else None
+        cause = failure.cause.node if failure and failure.cause and failure.cause.step else None
+        graph = st.container()
+        node = _pick_node(trace, top_node(failing) if failing else None)
+        with graph:
+            failing_node, cause_node = (top_node(n) if n else None for n in (failing, cause))
+            trace_parts.graph(run_dot(trace, selected=node, failing=failing_node, cause=cause_node))
+            trace_parts.legend_and_problem(trace)
+        details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"])
+        with details:
+            step = _pick_step(trace, node, failing)
+            trace_parts.step_panel(trace, step)
+        with tables:
+            trace_parts.tables(trace)
+        with costs:
+            trace_parts.cost_panel(trace)
+        with compare:
+            trace_parts.compare_panel(store, trace, siblings)

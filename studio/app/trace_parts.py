@@ -1,0 +1,179 @@
+"""Panels of the Traces page: failure, step details, tables, cost and comparison."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from studio.app.widgets import duration, ident, legend, money, show_value
+from studio.store.base import RunRecord, Store
+from studio.viewer import (
+    Failure,
+    StepDetail,
+    compare_rows,
+    compare_runs,
+    cost_by_model,
+    cost_by_node,
+    dot_svg,
+    load_trace,
+    node_rows,
+    step_detail,
+    step_rows,
+    total_cost,
+)
+from studio.viewer.trace import Trace
+
+
+def failure_box(failure: Failure) -> None:
+    """The failing node, its error, and the nearest upstream cause with the values it handed over."""
+    with st.container(border=True):
+        if failure.step is None:
+            st.error("The run failed outside any node.")
+            show_value(failure.error)
+            return
+        kind = f" ({failure.kind})" if failure.kind else ""
+        st.error(f"Failing node: {ident(failure.step.node)}{kind}")
+        show_value(failure.error)
+        cause = failure.cause
+        if cause is None:
+            st.caption("No upstream node: nothing fed this node.")
+            return
+        st.markdown(f"**Nearest upstream cause:** {ident(cause.node)}")
+        st.caption(cause.reason)
+        show_value(cause.output)
+        if len(failure.upstream) > 1:
+            st.caption("Also read from: " + ", ".join(ident(n) for n in failure.upstream[1:]))
+
+
+def graph(source: str) -> None:
+    """Laid out on the server by `dot` when it is installed (fast for big graphs), else in the browser."""
+    svg = dot_svg(source)
+    if svg is None:
+        st.graphviz_chart(source)
+    else:
+        st.image(svg, alt="the run's graph, nodes colored by status")
+
+
+def legend_and_problem(trace: Trace) -> None:
+    legend()
+    if trace.graph.problem:
+        st.caption("Graph: " + trace.graph.problem.splitlines()[0])
+
+
+def _calls(detail: StepDetail) -> None:
+    for number, call in enumerate(detail.calls, start=1):
+        title = (
+            f"Call {number} · {call.model} · {call.input_tokens}+{call.output_tokens} tokens · "
+            f"{money(call.cost_usd)} · {call.latency_s:.3f} s{' · cache hit' if call.cache_hit else ''}"
+        )
+        with st.expander(title, expanded=len(detail.calls) == 1):
+            for message in call.messages:
+                st.caption(message.role)
+                show_value(message.content)
+            st.caption("settings")
+            st.json(call.settings, expanded=False)
+            st.caption("response")
+            show_value(call.response, empty="no response")
+            if call.error:
+                st.caption("error")
+                show_value(call.error)
+
+
+def step_panel(trace: Trace, name: str | None) -> None:
+    """Inputs, outputs, prompts, model, tokens, cost, latency, attempts and error of one step."""
+    detail = step_detail(trace, name) if name else None
+    if detail is None:
+        st.info("This node did not run.")
+        return
+    step = detail.step
+    st.markdown(f"**{ident(step.node)}**")
+    cells = st.columns(5)
+    cells[0].metric("status", step.status)
+    cells[1].metric("attempts", step.attempt)
+    cells[2].metric("tokens", detail.tokens)
+    cells[3].metric("cost", money(detail.cost_usd))
+    cells[4].metric("time", duration(detail.seconds))
+    models = ", ".join(dict.fromkeys(c.model for c in detail.calls))
+    if models:
+        st.caption(f"model: {ident(models)}")
+    if step.cached or step.reused:
+        st.caption("served from the LLM cache" if step.cached else "reused from an earlier run")
+    if step.error:
+        st.markdown(f"**Error** ({step.error_kind or 'error'})")
+        show_value(step.error)
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Inputs**")
+        show_value(step.inputs)
+    with right:
+        st.markdown("**Outputs**")
+        show_value(step.outputs)
+    if detail.calls:
+        st.markdown("**Model calls**")
+        _calls(detail)
+
+
+def tables(trace: Trace) -> None:
+    """Per node, then per step (each map item and loop iteration on its own row)."""
+    st.markdown("**Nodes**")
+    st.dataframe(node_rows(trace), hide_index=True, key="nodes_table")
+    st.markdown("**Steps** (sub-flow steps carry their map item or loop iteration)")
+    st.dataframe(step_rows(trace), hide_index=True, key="steps_table")
+
+
+def cost_panel(trace: Trace) -> None:
+    """Bar charts of cost by node and by model; the total is the sum of the model calls."""
+    st.metric("total of model calls", money(total_cost(trace)), help=f"{len(trace.calls)} calls")
+    if not trace.calls:
+        st.caption("This run made no model calls.")
+        return
+    by_node, by_model = st.columns(2)
+    with by_node:
+        st.markdown("**By node**")
+        rows = [
+            {"node": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_node(trace)
+        ]
+        st.bar_chart(rows, x="node", y="cost $", horizontal=True, sort="-cost $")
+        st.dataframe(rows, hide_index=True)
+    with by_model:
+        st.markdown("**By model**")
+        rows = [
+            {"model": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_model(trace)
+        ]
+        st.bar_chart(rows, x="model", y="cost $", horizontal=True, sort="-cost $")
+        st.dataframe(rows, hide_index=True)
+
+
+def compare_panel(store: Store, trace: Trace, others: list[RunRecord]) -> None:
+    """Node by node against another run of the same flow."""
+    if not others:
+        st.caption("No other run of this flow to compare with.")
+        return
+    labels = {r.run_id: f"{r.run_id} · {r.status} · {r.started_at[:19].replace('T', ' ')}" for r in others}
+    other_id = st.selectbox("Compare with (B)", list(labels), format_func=labels.__getitem__, key="compare_with")
+    other = load_trace(store, other_id)
+    if other is None:
+        return
+    if other.run.flow_hash != trace.run.flow_hash:
+        st.caption("The flow file changed between these runs.")
+    diffs = compare_runs(trace, other)
+    st.dataframe(compare_rows(diffs), hide_index=True, key="compare_table")
+    differing = [d.step for d in diffs if d.changed]
+    if not differing:
+        st.caption("Every step has the same status, inputs, outputs and error.")
+        return
+    name = st.selectbox("Step that differs", differing, key="compare_step")
+    chosen = next(d for d in diffs if d.step == name)
+    left, right = st.columns(2)
+    for column, title, step in ((left, "A (this run)", chosen.a), (right, "B", chosen.b)):
+        with column:
+            st.markdown(f"**{title}**")
+            if step is None:
+                st.caption("no such step")
+                continue
+            st.caption("inputs")
+            show_value(step.inputs)
+            st.caption("outputs")
+            show_value(step.outputs)
+            if step.error:
+                st.caption("error")
+                show_value(step.error)

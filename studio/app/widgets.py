@@ -1,0 +1,55 @@
+"""Small pieces every page uses. Stored text is shown as text: nothing from a trace renders as HTML."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from studio.viewer import human_seconds
+
+_BADGES = {
+    "succeeded": "green",
+    "failed": "red",
+    "skipped": "gray",
+    "cached": "blue",
+    "reused": "violet",
+    "waiting": "yellow",
+    "running": "orange",
+    "not run": "gray",
+}
+"""Streamlit color names close to the graph's fill colors (`studio.viewer.COLORS`)."""
+
+
+def show_value(value: Any, *, empty: str = "none") -> None:
+    """A stored value: strings verbatim in a code block, anything else as JSON."""
+    if value is None:
+        st.caption(empty)
+    elif isinstance(value, str):
+        st.code(value, language=None, wrap_lines=True)
+    else:
+        st.json(value, expanded=2)
+
+
+def ident(name: str) -> str:
+    """A node or run id as inline code in markdown (a stray backtick cannot end it early)."""
+    return "`" + name.replace("`", "'") + "`"
+
+
+def money(value: float) -> str:
+    return f"${value:.6f}"
+
+
+def duration(value: float | None) -> str:
+    return human_seconds(value)
+
+
+def badge(status: str) -> str:
+    """Markdown for a status in its color (statuses are fixed words, never stored free text)."""
+    color = _BADGES.get(status)
+    return f":{color}-background[{status}]" if color else status
+
+
+def legend() -> None:
+    """The colors of the graph, in words."""
+    st.markdown(" ".join(badge(status) for status in _BADGES))

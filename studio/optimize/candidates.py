@@ -1,0 +1,208 @@
+"""Candidates: the input flow plus a set of edits, written back as an ordinary flow file.
+
+An edit sets one value at a path in the flow document (`nodes.classify.config.demos`,
+`nodes.reply.model`, `models.default.temperature`). A candidate's text is the input file
+with its edits applied through ruamel.yaml's round-trip mode, so comments and key order
+survive and the diff against the input shows only what the optimizer changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from studio.compiler import Plan, compile_flow
+from studio.refs import FLOW_INPUTS, Ref, parse_value
+from studio.spec import Flow, load_flow_text
+
+TUNABLE = ("llm.generate", "llm.classify")
+"""Node types whose prompt the optimizer edits (instructions, demos, form, strategy)."""
+OUTPUT_PORT = {"llm.generate": "text", "llm.classify": "label"}
+
+Path = tuple[str, ...]
+
+
+@dataclass
+class Candidate:
+    """One flow the search considers, and what it measured for it on the dev set."""
+
+    id: str
+    edits: dict[Path, Any]
+    """Every change from the input flow (cumulative over its ancestors)."""
+    move: str
+    """What this candidate changed relative to its parent, in words."""
+    kind: str = "baseline"
+    """The move's kind: baseline, demos, instructions, format, form, strategy, model, temperature."""
+    parent: str | None = None
+    text: str = ""
+    plan: Plan | None = field(default=None, repr=False)
+    scores: dict[int, float] = field(default_factory=dict)
+    """Dev example index → score."""
+    runs: dict[int, str] = field(default_factory=dict)
+    calls: dict[int, int] = field(default_factory=dict)
+    """Dev example index → model calls its run made, cache hits included."""
+    tokens: dict[int, int] = field(default_factory=dict)
+    cost_usd: dict[int, float] = field(default_factory=dict)
+    overhead_calls: int = 0
+    """Calls made once per compiled flow (classify calibration), beyond the per-example ones."""
+    rung: int = 0
+    """The last rung of successive halving it was evaluated on."""
+    round: int = 0
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def score_on(self, indices: list[int]) -> float:
+        """Mean score over the given dev examples (all must be evaluated)."""
+        return sum(self.scores[i] for i in indices) / len(indices) if indices else 0.0
+
+    @property
+    def examples(self) -> int:
+        return len(self.scores)
+
+    @property
+    def score(self) -> float:
+        return self.score_on(sorted(self.scores))
+
+    @property
+    def calls_per_example(self) -> float:
+        return sum(self.calls.values()) / len(self.calls) if self.calls else 0.0
+
+    @property
+    def cost_per_example(self) -> float:
+        return sum(self.cost_usd.values()) / len(self.cost_usd) if self.cost_usd else 0.0
+
+    @property
+    def tokens_per_example(self) -> float:
+        return sum(self.tokens.values()) / len(self.tokens) if self.tokens else 0.0
+
+    def row(self) -> dict[str, Any]:
+        """The candidate as the report's JSON lists it."""
+        return {
+            "candidate": self.id,
+            "parent": self.parent,
+            "kind": self.kind,
+            "move": self.move,
+            "round": self.round,
+            "rung": self.rung,
+            "examples": self.examples,
+            "score": round(self.score, 6),
+            "calls_per_example": round(self.calls_per_example, 3),
+            "tokens_per_example": round(self.tokens_per_example, 3),
+            "cost_per_example": round(self.cost_per_example, 10),
+        }
+
+
+@dataclass(frozen=True)
+class TunableNode:
+    """An LLM node whose prompt the search may change, with what it reads and feeds."""
+
+    id: str
+    type: str
+    config: Mapping[str, Any]
+    model: str
+    inputs: Mapping[str, Any]
+    """Parsed input values (`Ref`s where wires are)."""
+
+    @property
+    def port(self) -> str:
+        return OUTPUT_PORT[self.type]
+
+    def flow_inputs(self) -> dict[str, str] | None:
+        """Template variable → flow input, when every input is read straight from the flow's inputs."""
+        mapping = {}
+        for name, value in self.inputs.items():
+            if not (isinstance(value, Ref) and value.node == FLOW_INPUTS):
+                return None
+            mapping[name] = value.port
+        return mapping
+
+
+def tunable_nodes(flow: Flow) -> list[TunableNode]:
+    """The flow's nodes the search tunes, in file order."""
+    found = []
+    for node_id, spec in flow.spec.nodes.items():
+        if spec.type in TUNABLE:
+            inputs = {name: parse_value(value) for name, value in spec.inputs.items()}
+            found.append(TunableNode(node_id, spec.type, dict(spec.config), spec.model or "default", inputs))
+    return found
+
+
+def feeds_output(flow: Flow, node: TunableNode, output: str) -> bool:
+    """Whether the flow output reads the node's answer directly, or through one `text.template` hop."""
+    ref = parse_value(flow.spec.outputs.get(output))
+    if not isinstance(ref, Ref):
+        return False
+    if ref.node == node.id:
+        return ref.port == node.port
+    hop = flow.spec.nodes.get(ref.node)
+    if hop is None or hop.type != "text.template":
+        return False
+    wires = [parse_value(v) for v in hop.inputs.values()]
+    return bool(wires) and all(isinstance(w, Ref) and w.node == node.id and w.port == node.port for w in wires)
+
+
+def _yaml() -> Any:
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    yaml.preserve_quotes = True
+    return yaml
+
+
+def _plain(value: Any) -> Any:
+    """A value ruamel writes readably: block style, multi-line strings as literal blocks."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    if isinstance(value, str) and "\n" in value.strip("\n"):
+        return LiteralScalarString(value)
+    if isinstance(value, dict):
+        mapping = CommentedMap()
+        for key, item in value.items():
+            mapping[key] = _plain(item)
+        return mapping
+    if isinstance(value, list):
+        return CommentedSeq([_plain(item) for item in value])
+    return value
+
+
+REMOVE = object()
+"""An edit value that deletes the key (back to the node type's default)."""
+
+
+def render(base_text: str, edits: Mapping[Path, Any]) -> str:
+    """The base flow text with `edits` applied; untouched parts keep their comments and layout."""
+    from ruamel.yaml.comments import CommentedMap
+
+    yaml = _yaml()
+    document = yaml.load(base_text)
+    for path, value in sorted(edits.items()):
+        parent = document
+        for key in path[:-1]:
+            if not isinstance(parent.get(key), dict):
+                parent[key] = CommentedMap()
+            parent = parent[key]
+            if isinstance(parent, CommentedMap):
+                parent.fa.set_block_style()
+        if value is REMOVE:
+            parent.pop(path[-1], None)
+        else:
+            parent[path[-1]] = _plain(value)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue()
+
+
+def build(candidate: Candidate, base: Flow, models: Mapping[str, str]) -> Candidate:
+    """Fill in the candidate's text and compiled plan; raises FlowError when the edits do not compile."""
+    candidate.text = render(base.text, candidate.edits)
+    flow = load_flow_text(candidate.text, file=f"{base.file} [a candidate]", path=base.path)
+    candidate.plan = compile_flow(flow, models)
+    return candidate

@@ -1,0 +1,121 @@
+"""Demo pools per node: bootstrapped from train runs that scored well, or labelled from train rows.
+
+Bootstrapping is DSPy's BootstrapFewShot idea: run the flow on train examples, keep the runs
+whose final outputs the metric accepts, and take each LLM node's own inputs and answer from
+those traces as worked examples, so a multi-node flow gets demos for its inner nodes too.
+A node that reads only flow inputs and whose answer is (or passes through a template to) a
+flow output with an expected column also gets labelled demos straight from the train rows:
+a tiny model that is almost never right zero-shot has no good runs to bootstrap from.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from studio.datasets import Dataset, Example
+from studio.optimize.candidates import TunableNode, feeds_output
+from studio.spec import Flow
+from studio.store.base import StepRecord
+
+GOOD = 1.0 - 1e-9
+"""A train run scoring at least this (after rounding) is a good run to learn from."""
+FAIR = 0.5
+"""Runs scoring at least this are used when too few runs are good."""
+
+
+@dataclass
+class Trace:
+    """The flow's run on one train example, as the proposer and the bootstrapper read it."""
+
+    example: Example
+    score: float
+    outputs: dict[str, Any] | None
+    error: str | None
+    steps: dict[str, StepRecord]
+    """Node id → its step in the run."""
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _demo(node: TunableNode, inputs: dict[str, Any], answer: Any) -> dict[str, Any]:
+    demo = {**inputs, node.port: _as_text(answer)}
+    if node.type == "llm.classify":  # classify demos are text and label, both strings
+        return {"text": _as_text(demo.get("text", "")), "label": demo["label"]}
+    return demo
+
+
+def _unique(demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for demo in demos:
+        seen.setdefault(json.dumps(demo, sort_keys=True, ensure_ascii=False), demo)
+    return list(seen.values())
+
+
+def expressible(node: TunableNode) -> bool:
+    """Whether demos can show the node's inputs and its answer apart.
+
+    `llm.generate` demos hold the prompt's variables plus the answer under `text`, so a prompt
+    with a variable named `text` has no place for the answer.
+    """
+    return not (node.type == "llm.generate" and node.port in node.inputs)
+
+
+def bootstrapped(node: TunableNode, traces: list[Trace]) -> list[dict[str, Any]]:
+    """The node's inputs and answer from each good train run (fair runs when fewer than two are good)."""
+    if not expressible(node):
+        return []
+    good = [t for t in traces if t.score >= GOOD]
+    if len(good) < 2:
+        good = [t for t in traces if t.score >= FAIR]
+    demos = []
+    for trace in good:
+        step = trace.steps.get(node.id)
+        if step is None or step.status != "succeeded" or not step.outputs or step.inputs is None:
+            continue
+        demos.append(_demo(node, dict(step.inputs), step.outputs.get(node.port, "")))
+    return _unique(_valid(node, demos))
+
+
+def labelled(flow: Flow, node: TunableNode, train: Dataset) -> list[dict[str, Any]]:
+    """Demos from the train rows themselves, where the node's answer is a flow output's expected value."""
+    reads = node.flow_inputs()
+    fed = [output for output in train.expect if feeds_output(flow, node, output)]
+    if reads is None or len(fed) != 1 or not expressible(node):
+        return []
+    column = train.expect[fed[0]]
+    demos = []
+    for example in train.examples:
+        inputs = {variable: example.inputs.get(name) for variable, name in reads.items()}
+        demos.append(_demo(node, inputs, example.row[column]))
+    return _unique(_valid(node, demos))
+
+
+def _valid(node: TunableNode, demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop classify demos whose label is not one of the node's labels."""
+    if node.type != "llm.classify":
+        return demos
+    labels = set(node.config.get("labels") or [])
+    return [d for d in demos if d["label"] in labels]
+
+
+def pick(pool: list[dict[str, Any]], k: int, rng: random.Random, answer: str) -> list[dict[str, Any]]:
+    """`k` demos drawn from `pool` in random order, spread evenly over the distinct `answer` values."""
+    groups: dict[Any, list[dict[str, Any]]] = {}
+    for demo in pool:
+        groups.setdefault(json.dumps(demo.get(answer), sort_keys=True), []).append(demo)
+    for group in groups.values():
+        rng.shuffle(group)
+    keys = list(groups)
+    rng.shuffle(keys)
+    chosen: list[dict[str, Any]] = []
+    while len(chosen) < min(k, len(pool)):
+        for key in keys:
+            if groups[key] and len(chosen) < k:
+                chosen.append(groups[key].pop())
+    rng.shuffle(chosen)
+    return chosen

@@ -1,0 +1,131 @@
+"""The optimizer's budget, counted at the model client: every call that reaches a model.
+
+While `metering(meter)` is active, each model client the engine (or an `llm_judge` metric)
+builds is wrapped in a `MeteredClient`. The wrapper reserves one call from the meter before
+the request goes out and refuses it when the budget is spent, so the limit on calls is hard
+even with many examples in flight. Retries and fallbacks are separate calls and count; a
+call served from the LLM cache never reaches a client and does not count. With a USD limit,
+calls are serialised, so at most one call can cross it (the same rule as `--max-cost`).
+
+The engine has no hook for its model clients, so the wrapper is installed by replacing the
+`client_for` the engine and `studio.models` look up; the replacement only wraps while a
+meter is active in the current context (a `ContextVar`), and is a plain pass-through
+otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from studio.models.base import Completion, ModelClient, ModelError, Request
+from studio.spec import ModelSpec
+
+_active: ContextVar[Meter | None] = ContextVar("flowstudio_optimize_meter", default=None)
+
+
+def usage_key(model: str, request: dict[str, Any]) -> str:
+    """Identity of a request to a model, as stored with a call record (`CallRecord.request`)."""
+    body = json.dumps({"model": model, "request": request}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+@dataclass
+class Meter:
+    """Calls, tokens and USD that reached a model, with optional limits on calls and USD."""
+
+    max_calls: int | None = None
+    max_cost_usd: float | None = None
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    refused: int = 0
+    """Calls refused because the budget was spent."""
+    usage: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """Tokens and USD of each distinct request made, so a later cache hit can be priced."""
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+
+    @property
+    def remaining(self) -> int | None:
+        """Calls left, or None without a call limit."""
+        return None if self.max_calls is None else max(0, self.max_calls - self.calls)
+
+    @property
+    def spent(self) -> bool:
+        """Whether no further call may be made."""
+        if self.max_calls is not None and self.calls >= self.max_calls:
+            return True
+        return self.max_cost_usd is not None and self.cost_usd >= self.max_cost_usd
+
+    def reserve(self) -> None:
+        """Count one call before it is made; raises ModelError(kind="budget") when none is left."""
+        if self.spent:
+            self.refused += 1
+            limit = f"{self.max_calls} calls" if self.max_calls is not None else f"${self.max_cost_usd}"
+            raise ModelError("budget", f"the optimizer's budget ({limit}) is spent")
+        self.calls += 1
+
+    def record(self, model: str, request: Request, completion: Completion) -> None:
+        tokens = completion.input_tokens + completion.output_tokens
+        self.tokens += tokens
+        self.cost_usd += completion.cost_usd
+        self.usage[usage_key(model, request.as_json())] = (tokens, completion.cost_usd)
+
+
+class MeteredClient:
+    """A model client whose every call is reserved from, and recorded in, a meter."""
+
+    def __init__(self, inner: ModelClient, meter: Meter, model: str) -> None:
+        self.inner = inner
+        self.meter = meter
+        self.model = model
+        self.name = inner.name
+
+    async def complete(self, request: Request) -> Completion:
+        if self.meter.max_cost_usd is None:
+            return await self._complete(request)
+        async with self.meter.lock:
+            return await self._complete(request)
+
+    async def _complete(self, request: Request) -> Completion:
+        self.meter.reserve()
+        completion = await self.inner.complete(request)
+        self.meter.record(self.model, request, completion)
+        return completion
+
+
+def _metered(original: Any) -> Any:
+    def client_for(spec: ModelSpec, base_dir: Path) -> ModelClient:
+        client: ModelClient = original(spec, base_dir)
+        meter = _active.get()
+        return client if meter is None else MeteredClient(client, meter, spec.model)
+
+    client_for.metered = True  # type: ignore[attr-defined]
+    return client_for
+
+
+def _install() -> None:
+    import studio.engine
+    import studio.models
+
+    for module in (studio.engine, studio.models):
+        if not getattr(module.client_for, "metered", False):
+            module.client_for = _metered(module.client_for)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def metering(meter: Meter) -> Iterator[Meter]:
+    """Count (and limit) every model call made in this context, tasks started from it included."""
+    _install()
+    token = _active.set(meter)
+    try:
+        yield meter
+    finally:
+        _active.reset(token)

@@ -1,0 +1,142 @@
+"""The moves a round of search tries: each one edits the current best flow in one way.
+
+Per tunable node: demos (how many, which, in what order; bootstrapped or labelled), instructions
+(the rewrite library and the proposer's), the output format (label list, stop sequence), the
+prompt form (chat or completion), the strategy, and the model alias; per model alias, its
+temperature. Moves of different kinds are interleaved, so a round with a small width still
+tries a bit of everything.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any
+
+from studio.optimize.candidates import REMOVE, Path, TunableNode
+from studio.optimize.demos import pick
+from studio.optimize.proposers import Rewrite
+
+KINDS = ("demos", "instructions", "format", "form", "model", "strategy", "temperature")
+"""Interleaving order: cheap, often decisive moves first; extra calls (strategy) and sampling noise last."""
+DEMO_SIZES = (2, 4, 8)
+STRATEGIES: tuple[tuple[str, int], ...] = (("ensemble", 3), ("reasoning", 1), ("reflect", 1))
+
+
+@dataclass(frozen=True)
+class Move:
+    """Edits to apply on top of a candidate, described for the report."""
+
+    kind: str
+    node: str | None
+    description: str
+    edits: Mapping[Path, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.node}: {self.description}" if self.node else self.description
+
+
+@dataclass
+class NodeMoves:
+    """What the search knows about one node when it makes moves for it."""
+
+    node: TunableNode
+    config: dict[str, Any]
+    """The node's config in the current best flow."""
+    model: str
+    bootstrapped: list[dict[str, Any]]
+    labelled: list[dict[str, Any]]
+    rewrites: list[Rewrite]
+
+
+def _config_path(node: str, name: str) -> Path:
+    return ("nodes", node, "config", name)
+
+
+def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
+    node = nm.node.id
+    moves = []
+    for size in DEMO_SIZES:
+        for source, pool in (("bootstrapped", nm.bootstrapped), ("labelled", nm.labelled)):
+            if len(pool) >= min(size, 2) and (size == DEMO_SIZES[0] or len(pool) > size // 2):
+                demos = pick(pool, size, rng, nm.node.port)
+                moves.append(Move("demos", node, f"{len(demos)} {source} demos", {_config_path(node, "demos"): demos}))
+    current = list(nm.config.get("demos") or [])
+    if len(current) > 1:
+        shuffled = rng.sample(current, len(current))
+        moves.append(Move("demos", node, "demos reordered", {_config_path(node, "demos"): shuffled}))
+    if current:
+        moves.append(Move("demos", node, "no demos", {_config_path(node, "demos"): REMOVE}))
+    return moves
+
+
+def rewrite_moves(nm: NodeMoves) -> list[Move]:
+    node = nm.node.id
+    moves = []
+    for rewrite in nm.rewrites:
+        if all(nm.config.get(k) == v for k, v in rewrite.config.items()):
+            continue
+        edits = {_config_path(node, k): v for k, v in rewrite.config.items()}
+        moves.append(Move(rewrite.kind, node, rewrite.description, edits))
+    return moves
+
+
+def form_moves(nm: NodeMoves) -> list[Move]:
+    default = "completion" if nm.node.type == "llm.classify" else "chat"
+    other = "chat" if nm.config.get("form", default) == "completion" else "completion"
+    return [Move("form", nm.node.id, f"form: {other}", {_config_path(nm.node.id, "form"): other})]
+
+
+def strategy_moves(nm: NodeMoves) -> list[Move]:
+    node = nm.node.id
+    current = nm.config.get("strategy", "single")
+    moves = []
+    for strategy, samples in (("single", 1), *STRATEGIES):
+        if strategy == current:
+            continue
+        edits: dict[Path, Any] = {_config_path(node, "strategy"): strategy}
+        if strategy == "ensemble":
+            edits[_config_path(node, "samples")] = samples
+        name = f"strategy: {strategy}" + (f" ({samples} samples)" if strategy == "ensemble" else "")
+        moves.append(Move("strategy", node, name, edits))
+    return moves
+
+
+def model_moves(nm: NodeMoves, aliases: list[str]) -> list[Move]:
+    return [
+        Move("model", nm.node.id, f"model: {alias}", {("nodes", nm.node.id, "model"): alias})
+        for alias in aliases
+        if alias != nm.model
+    ]
+
+
+def temperature_moves(alias: str, current: float | None) -> list[Move]:
+    choices = [0.0, 0.7]
+    return [
+        Move("temperature", None, f"{alias}: temperature {t}", {("models", alias, "temperature"): t})
+        for t in choices
+        if (current or 0.0) != t
+    ]
+
+
+def round_moves(
+    nodes: list[NodeMoves], aliases: list[str], temperatures: Mapping[str, float | None], rng: random.Random
+) -> list[Move]:
+    """Every move from the current best, interleaved across kinds and nodes."""
+    by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
+    for nm in nodes:
+        for move in [
+            *demo_moves(nm, rng),
+            *rewrite_moves(nm),
+            *form_moves(nm),
+            *strategy_moves(nm),
+            *model_moves(nm, aliases),
+        ]:
+            by_kind[move.kind].append(move)
+    for alias in sorted({nm.model for nm in nodes}):
+        by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
+    interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
+    return [move for group in interleaved for move in group if move is not None]

@@ -1,0 +1,356 @@
+"""The search: rounds of moves from the best flow so far, each round a successive-halving race.
+
+1. The input flow (the baseline) is evaluated on the whole dev set: the "before" score, and
+   the reference every candidate is paired with.
+2. It runs on a sample of the train set; those traces give bootstrapped demos and the
+   failures and successes the proposer model reflects on.
+3. Each round makes moves from the current best (see `moves`) and races them: every alive
+   candidate runs on the same minibatch of dev examples (paired with the best, whose scores
+   on those examples are already known), the top third that at least tie the best go on to a
+   minibatch twice as large (nested, so no example runs twice), and so on up to the whole
+   dev set, where a candidate must beat the best to replace it. Moves that held up in a
+   round are tried again on top of the next best, so good edits of different kinds combine.
+4. Every evaluation is checked against the budget before it starts (calls per example
+   measured so far, scaled by the strategy's call count); the meter enforces the limit
+   regardless, and an evaluation cut short by it is discarded, never scored.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from studio.compiler import Plan
+from studio.datasets import Dataset
+from studio.errors import FlowError
+from studio.optimize import demos as demo_pools
+from studio.optimize.candidates import Candidate, TunableNode, build, feeds_output, tunable_nodes
+from studio.optimize.demos import Trace
+from studio.optimize.evaluate import BudgetSpent, Evaluator
+from studio.optimize.meter import Meter
+from studio.optimize.moves import Move, NodeMoves, round_moves
+from studio.optimize.proposers import Rewrite, library, proposed
+from studio.spec import Flow
+
+Progress = Callable[..., None]
+"""Called as progress(event=, best=, alive=, calls=, cost_usd=, message=, **future_kwargs)."""
+Ask = Callable[[str], Awaitable[str | None]]
+STRATEGY_CALLS = {"single": 1, "reasoning": 2, "reflect": 3}
+CALIBRATION_CALLS = 3
+LOGPROB_MODELS = ("local/",)
+PERFECT = 1.0 - 1e-9
+"""A best dev score no candidate can beat."""
+"""Model strings whose classify nodes ask calibration calls (providers that give logprobs)."""
+
+
+@dataclass
+class Settings:
+    """How the search spends its budget."""
+
+    minibatch: int = 8
+    """Dev examples in the first rung of each race."""
+    eta: int = 3
+    """Each rung keeps the best 1/eta of the candidates."""
+    width: int = 10
+    """Candidates raced per round."""
+    max_rounds: int = 8
+    bootstrap: int = 16
+    """Train examples run to bootstrap demos (fewer when the budget is small)."""
+    proposals: int = 2
+    """Instructions asked of the proposer model per node and round."""
+    seed: int = 0
+
+
+def calls_per_example(plan: Plan) -> float:
+    """Model calls one example needs, from the nodes' strategies (sub-flows not counted)."""
+    total = 0.0
+    for planned in plan.nodes.values():
+        if not planned.node.uses_model:
+            continue
+        config = planned.node.config
+        strategy = getattr(config, "strategy", "single")
+        total += getattr(config, "samples", 1) if strategy == "ensemble" else STRATEGY_CALLS.get(strategy, 1)
+    return total
+
+
+def overhead_calls(plan: Plan) -> int:
+    """Calls a freshly compiled flow makes once: classify calibration on models that give logprobs."""
+    total = 0
+    for planned in plan.nodes.values():
+        config = planned.node.config
+        model = plan.models[planned.model].model if planned.model else ""
+        if planned.type == "llm.classify" and getattr(config, "calibrate", False) and model.startswith(LOGPROB_MODELS):
+            ensemble = getattr(config, "strategy", "") == "ensemble" and len(getattr(config, "demos", [])) > 1
+            variants = getattr(config, "samples", 1) if ensemble else 1
+            total += CALIBRATION_CALLS * variants
+    return total
+
+
+def rung_sizes(minibatch: int, total: int) -> list[int]:
+    """Nested minibatch sizes: minibatch, twice that, … and finally the whole set."""
+    sizes, size = [], max(1, minibatch)
+    while size < total:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, total]
+
+
+class Search:
+    """One optimization: its candidates, the best so far, and why it stopped."""
+
+    def __init__(
+        self,
+        *,
+        flow: Flow,
+        plan: Plan,
+        train: Dataset,
+        dev: Dataset,
+        evaluator: Evaluator,
+        meter: Meter,
+        models: Mapping[str, str],
+        settings: Settings,
+        propose: Ask | None = None,
+        proposer_alias: str | None = None,
+        progress: Progress | None = None,
+        on_best: Callable[[Candidate], None] | None = None,
+    ) -> None:
+        self.flow, self.plan, self.train, self.dev = flow, plan, train, dev
+        self.evaluator, self.meter, self.models, self.settings = evaluator, meter, dict(models), settings
+        self.propose, self.proposer_alias = propose, proposer_alias
+        self.progress, self.on_best = progress, on_best
+        self.rng = random.Random(settings.seed)
+        self.candidates: list[Candidate] = []
+        self.seen: set[str] = set()
+        self.traces: list[Trace] = []
+        self.promising: list[Move] = []
+        self.stopped = ""
+        self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
+
+    # -- budget ------------------------------------------------------------------------------
+
+    def per_example(self, candidate: Candidate) -> float:
+        """Calls one more example of this candidate costs: measured, else the best's scaled by strategy."""
+        if candidate.calls:
+            return candidate.calls_per_example
+        assert candidate.plan is not None and self.best.plan is not None
+        measured = self.best.calls_per_example or calls_per_example(self.best.plan)
+        return measured * calls_per_example(candidate.plan) / max(calls_per_example(self.best.plan), 1.0)
+
+    def estimate(self, candidate: Candidate, examples: int) -> int:
+        """Calls an evaluation of `examples` new examples will make at most (an estimate)."""
+        if not examples:
+            return 0
+        assert candidate.plan is not None
+        once = 0 if candidate.calls else overhead_calls(candidate.plan)
+        return math.ceil(self.per_example(candidate) * examples) + once
+
+    def race_cost(self, candidates: list[Candidate]) -> int:
+        """Calls a race costs when the top 1/eta go on at every rung and the last ones reach all of dev."""
+        sizes = rung_sizes(self.settings.minibatch, len(self.dev.examples))
+        total = sum(self.estimate(c, sizes[0]) for c in candidates)
+        mean = sum(self.per_example(c) for c in candidates) / max(len(candidates), 1)
+        alive = len(candidates)
+        for before, size in pairwise(sizes):
+            alive = math.ceil(alive / self.settings.eta)
+            total += math.ceil(alive * mean * (size - before))
+        return total
+
+    def affordable(self, calls: int) -> bool:
+        remaining = self.meter.remaining
+        if remaining is not None and calls > remaining:
+            return False
+        if self.meter.max_cost_usd is not None and self.best.calls_per_example:
+            per_call = sum(self.best.cost_usd.values()) / max(sum(self.best.calls.values()), 1)
+            return self.meter.cost_usd + per_call * calls <= self.meter.max_cost_usd
+        return True
+
+    # -- phases ------------------------------------------------------------------------------
+
+    async def run(self) -> Candidate:
+        """Search until the budget, the moves or the rounds run out; returns the best candidate."""
+        self._add(self.best)
+        await self._evaluate(self.best, list(range(len(self.dev.examples))))
+        self.best.rung = len(rung_sizes(self.settings.minibatch, len(self.dev.examples))) - 1
+        self._new_best(self.best)
+        try:
+            await self._bootstrap()
+            for number in range(1, self.settings.max_rounds + 1):
+                if self.best.score >= PERFECT:
+                    self.stopped = "the dev score is perfect"
+                    break
+                if not await self._round(number):
+                    break
+        except BudgetSpent:
+            self.stopped = "the budget is spent"
+        if not self.stopped:
+            self.stopped = f"{self.settings.max_rounds} rounds done"
+        self._emit("finished", message=f"search stopped: {self.stopped}")
+        return self.best
+
+    async def _evaluate(self, candidate: Candidate, indices: list[int]) -> None:
+        assert candidate.plan is not None
+        todo = [i for i in indices if i not in candidate.scores]
+        results = await self.evaluator.run(candidate.plan, [self.dev.examples[i] for i in todo])
+        for index, done in zip(todo, results, strict=True):
+            candidate.scores[index] = done.score
+            candidate.calls[index] = done.calls
+            candidate.tokens[index] = done.tokens
+            candidate.cost_usd[index] = done.cost_usd
+            if done.result.outcome.run_id:
+                candidate.runs[index] = done.result.outcome.run_id
+        self._emit("evaluated", candidate=candidate.id, examples=candidate.examples)
+
+    async def _bootstrap(self) -> None:
+        """Run the baseline on train examples; keep the traces for demos and the proposer."""
+        per = max(self.best.calls_per_example, 1.0)
+        remaining = self.meter.remaining
+        affordable = len(self.train.examples) if remaining is None else int(0.2 * remaining / per)
+        count = min(self.settings.bootstrap, len(self.train.examples), affordable)
+        if count < 1:
+            return
+        examples = self.rng.sample(self.train.examples, count)
+        self._emit("bootstrap", message=f"bootstrapping demos from {count} train examples")
+        assert self.best.plan is not None
+        for done in await self.evaluator.run(self.best.plan, examples):
+            run_id = done.result.outcome.run_id
+            steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
+            outcome = done.result.outcome
+            self.traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps))
+
+    async def _round(self, number: int) -> bool:
+        """One round; False when there is nothing left to try."""
+        moves = [*self.promising, *await self._moves(number)]
+        self.promising = []
+        racing: list[tuple[Candidate, Move]] = []
+        keys: set[str] = set()
+        for move in moves:
+            if len(racing) == self.settings.width:
+                break
+            candidate = self._candidate(move, number)
+            if candidate is not None and candidate.key not in keys:
+                keys.add(candidate.key)
+                racing.append((candidate, move))
+        if not racing:
+            self.stopped = "every move has been tried"
+            return False
+        while len(racing) > 1 and not self.affordable(self.race_cost([c for c, _ in racing])):
+            racing.pop()  # a narrower race, so that its finalists can still reach the whole dev set
+        if not self.affordable(self.race_cost([racing[0][0]])):
+            self.stopped = "the budget left is too small for another race"
+            return False
+        for candidate, _ in racing:
+            candidate.id = f"c{len(self.candidates)}"
+            self._add(candidate)
+        self._emit("round", message=f"round {number}: racing {len(racing)} candidates", alive=len(racing))
+        winners = await self._race(racing)
+        if winners:
+            best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example))
+            self._new_best(best)
+        return True
+
+    async def _race(self, racing: list[tuple[Candidate, Move]]) -> list[Candidate]:
+        """Successive halving over nested minibatches; the candidates that beat the best on all of dev."""
+        order = self.rng.sample(range(len(self.dev.examples)), len(self.dev.examples))
+        sizes = rung_sizes(self.settings.minibatch, len(order))
+        alive = [candidate for candidate, _ in racing]
+        moves = {candidate.id: move for candidate, move in racing}
+        for rung, size in enumerate(sizes):
+            subset = order[:size]
+            evaluated = []
+            for candidate in alive:
+                need = sum(1 for i in subset if i not in candidate.scores)
+                if not self.affordable(self.estimate(candidate, need)):
+                    continue
+                await self._evaluate(candidate, subset)
+                candidate.rung = rung
+                evaluated.append(candidate)
+            reference = self.best.score_on(subset)
+            ranked = sorted(evaluated, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.calls_per_example))
+            if size == len(order):
+                return [c for c in ranked if c.score_on(subset) > reference]
+            holding = [c for c in ranked if c.score_on(subset) >= reference]
+            if rung == 0:
+                self.promising = [moves[c.id] for c in holding if c.score_on(subset) > reference]
+            alive = holding[: max(1, math.ceil(len(ranked) / self.settings.eta))]
+            self._emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
+            if not alive:
+                return []
+        return []
+
+    # -- moves -------------------------------------------------------------------------------
+
+    async def _moves(self, number: int) -> list[Move]:
+        assert self.best.plan is not None
+        nodes = []
+        for node in tunable_nodes(self.flow):
+            config = self.best.plan.nodes[node.id].node.config.model_dump()
+            rewrites = library(node, self._expected(node), config)
+            rewrites += await self._proposals(node, config, number)
+            nodes.append(
+                NodeMoves(
+                    node,
+                    config,
+                    self.best.plan.nodes[node.id].model or "default",
+                    demo_pools.bootstrapped(node, self.traces),
+                    demo_pools.labelled(self.flow, node, self.train),
+                    rewrites,
+                )
+            )
+        aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
+        temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
+        return round_moves(nodes, aliases, temperatures, self.rng)
+
+    async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:
+        if self.propose is None or not self.traces or not self.affordable(self.settings.proposals):
+            return []
+        self._emit("propose", message=f"asking the proposer for instructions for {node.id}")
+        start = (number - 1) * self.settings.proposals
+        return await proposed(node, config, self.traces, self.propose, self.settings.proposals, start)
+
+    def _expected(self, node: TunableNode) -> list[Any]:
+        fed = [output for output in self.train.expect if feeds_output(self.flow, node, output)]
+        if len(fed) != 1:
+            return []
+        return [example.row[self.train.expect[fed[0]]] for example in self.train.examples]
+
+    def _candidate(self, move: Move, number: int) -> Candidate | None:
+        candidate = Candidate(
+            f"c{len(self.candidates)}",
+            {**self.best.edits, **move.edits},
+            move.label,
+            kind=move.kind,
+            parent=self.best.id,
+            round=number,
+        )
+        try:
+            build(candidate, self.flow, self.models)
+        except FlowError:
+            return None  # a move the flow does not accept (e.g. a form the node lacks): not a candidate
+        return None if candidate.key in self.seen else candidate
+
+    def _add(self, candidate: Candidate) -> None:
+        self.candidates.append(candidate)
+        self.seen.add(candidate.key)
+
+    def _new_best(self, candidate: Candidate) -> None:
+        self.best = candidate
+        if self.on_best is not None:
+            self.on_best(candidate)
+        self._emit("best", message=f"best: {candidate.id} scores {candidate.score:.3f} on dev ({candidate.move})")
+
+    def _emit(self, event: str, **details: Any) -> None:
+        if self.progress is None:
+            return
+        details.setdefault("alive", None)
+        self.progress(
+            event=event,
+            best=self.best.score if self.best.scores else None,
+            best_id=self.best.id,
+            calls=self.meter.calls,
+            cost_usd=self.meter.cost_usd,
+            **details,
+        )

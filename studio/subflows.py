@@ -1,0 +1,93 @@
+"""Sub-flows run inside a node (`flow.call`, `control.map`, `control.loop`).
+
+A sub-flow is a path relative to the calling flow's file, or an inline mapping. It is
+loaded and compiled under the same rules as any flow; its steps are recorded in the same
+run, named under the calling node (`map[2].summarise`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from studio.compiler import Plan, compile_flow
+from studio.errors import FlowError, NodeError
+from studio.loader import Document
+from studio.refs import FLOW_INPUTS, Ref
+from studio.spec import load_flow, parse
+from studio.types import ANY, PortType
+
+if TYPE_CHECKING:
+    from studio.engine import _Graph
+
+MAX_DEPTH = 8
+
+
+_PLANS: dict[tuple[str, ...], Plan] = {}
+"""Compiled sub-flows by file and modification time (or inline text): a map over a hundred
+items compiles its sub-flow once."""
+
+
+def load_sub_flow(
+    source: str | dict[str, Any], base_dir: Path, caller: str, models: dict[str, str] | None = None
+) -> Plan:
+    """Compile a sub-flow (cached while its file is unchanged); raises FlowError.
+
+    `models` are the run's alias overrides (`--model`): they apply inside sub-flows too, so
+    swapping `default` swaps it everywhere in the run.
+    """
+    overrides = json.dumps(models or {}, sort_keys=True)
+    if isinstance(source, str):
+        path = (base_dir / source).resolve()
+        key: tuple[str, ...] = (str(path), str(path.stat().st_mtime_ns) if path.exists() else "", overrides)
+        if key not in _PLANS:
+            _PLANS[key] = compile_flow(load_flow(path), models)
+        return _PLANS[key]
+    text = json.dumps(source, sort_keys=True)
+    key = (str(base_dir), text, overrides)
+    if key not in _PLANS:
+        document = Document(data=source, lines={}, file=f"{caller} (inline flow)")
+        _PLANS[key] = compile_flow(parse(document, text, base_dir / "inline.yaml"), models)
+    return _PLANS[key]
+
+
+class SubFlows:
+    """The `ctx.call_flow` of one node."""
+
+    def __init__(self, graph: _Graph, path: str) -> None:
+        self.graph = graph
+        self.path = path
+
+    async def call(self, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = "") -> dict[str, Any]:
+        from studio.engine import prepare_inputs
+
+        if self.graph.depth >= MAX_DEPTH:
+            raise NodeError(
+                f"sub-flows nested deeper than {MAX_DEPTH} levels (a flow calling itself?)", kind="bad_flow"
+            )
+        try:
+            caller = f"{self.graph.plan.flow.file}:{self.path}"
+            overrides = self.graph.shared.options.models
+            plan = load_sub_flow(flow, self.graph.plan.flow.base_dir, caller, overrides)
+            values = prepare_inputs(plan, inputs)
+        except FlowError as err:
+            raise NodeError(f"sub-flow: {err}", kind="bad_input") from None
+        prefix = f"{self.path}[{label}]." if label else f"{self.path}."
+        return await self.graph.run_child(plan, values, prefix)
+
+
+def signature(
+    source: str | dict[str, Any], base_dir: Path
+) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
+    """A sub-flow's input ports, required inputs and output ports, read without running it."""
+    plan = load_sub_flow(source, base_dir, "sub-flow")
+    outputs: dict[str, PortType] = {}
+    for name, value in plan.outputs.items():
+        if isinstance(value, Ref):
+            node_ports = plan.input_types if value.node == FLOW_INPUTS else plan.nodes[value.node].node.output_ports()
+            outputs[name] = node_ports.get(value.port, ANY)
+        else:
+            outputs[name] = ANY
+    required = {name for name, spec in plan.inputs.items() if spec.required}
+    return dict(plan.input_types), required, outputs

@@ -1,0 +1,206 @@
+"""Seeded generators of small labelled tasks, for measuring flows (and the embedded model).
+
+- `sentiment`: short reviews, positive or negative, half of them negated ("was not great");
+- `topic`: one-sentence news items in four classes (sports, business, science, politics);
+- `arithmetic`: one-to-two digit sums, differences and products, answer as digits;
+- `extraction`: a sentence about a person → JSON with name, age and city.
+
+No leakage between splits: every word pool (adjectives, nouns, topic keywords, names,
+cities, numbers) and every sentence template is divided into three disjoint parts, one each
+for train, dev and test. A test example therefore never shares a template or a content word
+with a train example, so a flow cannot score by having memorised its demos. The division is
+fixed; `seed` only changes which examples are drawn from a split's pools.
+
+    python -m studio.tasks sentiment --out data/ --sizes 50,50,100 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+SPLITS = ("train", "dev", "test")
+T = TypeVar("T")
+
+POSITIVE = (
+    "great", "wonderful", "excellent", "delightful", "superb", "fantastic", "lovely", "brilliant", "charming",
+    "enjoyable", "pleasant", "impressive", "marvelous", "terrific", "outstanding", "splendid", "fabulous",
+    "amazing",
+)  # fmt: skip
+NEGATIVE = (
+    "awful", "terrible", "dreadful", "boring", "poor", "disappointing", "horrible", "bland", "dull", "mediocre",
+    "tedious", "lousy", "miserable", "unpleasant", "clumsy", "shoddy", "annoying", "forgettable",
+)  # fmt: skip
+SUBJECTS = (
+    "movie", "meal", "hotel", "concert", "book", "service", "phone", "game", "show", "trip", "album", "class",
+    "museum", "app", "restaurant", "play", "lecture", "camera",
+)  # fmt: skip
+AFFIRMED = (
+    "The {noun} was {adj}.",
+    "I found the {noun} {adj}.",
+    "What a {adj} {noun}!",
+    "This {noun} is {adj}.",
+    "Honestly, the {noun} felt {adj}.",
+    "Our {noun} turned out {adj}.",
+)
+NEGATED = (
+    "The {noun} was not {adj}.",
+    "I did not find the {noun} {adj}.",
+    "This {noun} is not {adj} at all.",
+    "The {noun} was never {adj}.",
+    "Nobody would call the {noun} {adj}.",
+    "Our {noun} was hardly {adj}.",
+)
+
+TOPICS: dict[str, tuple[str, ...]] = {
+    "sports": (
+        "striker", "goalkeeper", "marathon", "tournament", "referee", "playoffs", "quarterback", "stadium",
+        "championship", "coach", "penalty kick", "relay race", "slam dunk", "batting average", "world cup",
+    ),
+    "business": (
+        "shareholders", "quarterly earnings", "merger", "stock market", "startup", "investors", "revenue",
+        "dividend", "supply chain", "layoffs", "acquisition", "retail sales", "venture capital", "profit margin",
+        "bond yields",
+    ),
+    "science": (
+        "telescope", "laboratory", "molecule", "vaccine trial", "fossil", "genome", "particle accelerator",
+        "astronomers", "chemists", "experiment", "galaxy", "climate model", "microscope", "neurons", "spacecraft",
+    ),
+    "politics": (
+        "senator", "parliament", "election", "ballot", "prime minister", "legislation", "campaign", "governor",
+        "referendum", "diplomats", "coalition government", "voters", "cabinet", "opposition party", "policy debate",
+    ),
+}  # fmt: skip
+NEWS = (
+    "Today's news: the {a} and the {b}.",
+    "A long article about the {a} caught my eye, especially the part on the {b}.",
+    "Experts discussed the {a} and what it means for the {b}.",
+    "The {a} made headlines again, along with the {b}.",
+    "Fresh updates on the {a} arrived this morning, plus a note on the {b}.",
+    "Local radio spent an hour on the {a} and the {b}.",
+    "My friend keeps sending me stories about the {a} and the {b}.",
+    "The evening bulletin opened with the {a}, then turned to the {b}.",
+    "A podcast episode covered the {a} in detail and mentioned the {b}.",
+)
+
+SUMS = ("What is {a} plus {b}?", "Add {a} and {b}.", "{a} + {b} =")
+DIFFERENCES = ("What is {a} minus {b}?", "Subtract {b} from {a}.", "{a} - {b} =")
+PRODUCTS = ("What is {a} times {b}?", "Multiply {a} by {b}.", "{a} * {b} =")
+
+NAMES = (
+    "Alice", "Bruno", "Chloe", "Daniel", "Elena", "Farid", "Grace", "Hugo", "Irene", "Jonas", "Keiko", "Liam",
+    "Maya", "Nikolai", "Olivia", "Pedro", "Quinn", "Rosa", "Samir", "Tessa", "Umar", "Vera", "Wendell",
+    "Ximena", "Yusuf", "Zoe", "Anton", "Beatrix", "Cyrus", "Delia",
+)  # fmt: skip
+CITIES = (
+    "Lisbon", "Oslo", "Nairobi", "Denver", "Kyoto", "Porto", "Tallinn", "Quito", "Perth", "Dublin", "Seville",
+    "Toronto", "Hanoi", "Zurich", "Bergen", "Cairo", "Austin", "Lyon", "Krakow", "Santiago", "Leeds", "Osaka",
+    "Bilbao", "Tunis",
+)  # fmt: skip
+PROFILES = (
+    "Hi, I'm {name}, {age} years old, living in {city}.",
+    "{name} ({age}) moved to {city} last year.",
+    "Name: {name}. Age: {age}. Home town: {city}.",
+    "Meet {name} from {city}, who just turned {age}.",
+    "At {age}, {name} still calls {city} home.",
+    "{city} resident {name}, aged {age}, wrote to us.",
+)
+
+
+def part(pool: Sequence[T], split: str) -> list[T]:
+    """The split's share of a pool: a fixed third, disjoint from the other splits' shares."""
+    index = SPLITS.index(split)
+    shuffled = list(pool)
+    random.Random(f"pool:{len(pool)}:{pool[0]}").shuffle(shuffled)
+    return shuffled[index::3]
+
+
+def sentiment(rng: random.Random, split: str) -> dict[str, Any]:
+    label = rng.choice(("positive", "negative"))
+    negated = rng.random() < 0.5
+    positive_words = (label == "positive") != negated
+    adjective = rng.choice(part(POSITIVE if positive_words else NEGATIVE, split))
+    template = rng.choice(part(NEGATED if negated else AFFIRMED, split))
+    return {"text": template.format(noun=rng.choice(part(SUBJECTS, split)), adj=adjective), "label": label}
+
+
+def topic(rng: random.Random, split: str) -> dict[str, Any]:
+    label = rng.choice(sorted(TOPICS))
+    first, second = rng.sample(part(TOPICS[label], split), 2)
+    return {"text": rng.choice(part(NEWS, split)).format(a=first, b=second), "label": label}
+
+
+def arithmetic(rng: random.Random, split: str) -> dict[str, Any]:
+    numbers = part(range(100), split)
+    operation = rng.choice(("plus", "minus", "times"))
+    a, b = rng.choice(numbers), rng.choice(numbers)
+    if operation == "plus":
+        templates, answer = SUMS, a + b
+    elif operation == "minus":
+        a, b = max(a, b), min(a, b)
+        templates, answer = DIFFERENCES, a - b
+    else:
+        b = rng.choice([n for n in numbers if n < 10] or [2])
+        templates, answer = PRODUCTS, a * b
+    return {"question": rng.choice(part(templates, split)).format(a=a, b=b), "answer": str(answer)}
+
+
+def extraction(rng: random.Random, split: str) -> dict[str, Any]:
+    fields = {
+        "name": rng.choice(part(NAMES, split)),
+        "age": rng.choice(part(range(18, 81), split)),
+        "city": rng.choice(part(CITIES, split)),
+    }
+    return {"text": rng.choice(part(PROFILES, split)).format(**fields), "fields": fields}
+
+
+TASKS: dict[str, Callable[[random.Random, str], dict[str, Any]]] = {
+    "sentiment": sentiment,
+    "topic": topic,
+    "arithmetic": arithmetic,
+    "extraction": extraction,
+}
+
+
+def generate(task: str, split: str, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """`n` examples of `task` for one split, the same for the same seed."""
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; tasks: {', '.join(TASKS)}")
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; splits: {', '.join(SPLITS)}")
+    rng = random.Random(f"{task}:{split}:{seed}")
+    return [TASKS[task](rng, split) for _ in range(n)]
+
+
+def write(task: str, out: str | Path, sizes: Sequence[int] = (50, 50, 100), seed: int = 0) -> dict[str, Path]:
+    """Write TASK-train.jsonl, TASK-dev.jsonl and TASK-test.jsonl into `out`."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for split, size in zip(SPLITS, sizes, strict=True):
+        path = folder / f"{task}-{split}.jsonl"
+        rows = generate(task, split, size, seed)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+        written[split] = path
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m studio.tasks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=[*TASKS, "all"])
+    parser.add_argument("--out", default=".", help="Folder for the JSONL files.")
+    parser.add_argument("--sizes", default="50,50,100", help="train,dev,test sizes.")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    for task in TASKS if args.task == "all" else [args.task]:
+        for path in write(task, args.out, sizes, args.seed).values():
+            print(path)
+
+
+if __name__ == "__main__":
+    main()

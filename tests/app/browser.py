@@ -1,0 +1,76 @@
+"""A real studio server and a real browser (Debian's chromium driven by Playwright), for tests and bench."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]  # fmt: skip
+_URL = re.compile(r"http://127\.0\.0\.1:(\d+)")
+
+
+def _wait_for_url(log: Path, process: subprocess.Popen[bytes], deadline: float) -> str:
+    while time.monotonic() < deadline:
+        match = _URL.search(log.read_text(errors="replace"))
+        if match:
+            return match.group(0)
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise RuntimeError(f"the studio printed no address:\n{log.read_text(errors='replace')}")
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError("the studio did not become healthy")
+
+
+@contextmanager
+def studio_server(
+    flowstudio: str, flows: Path, db: Path, log: Path, timeout_s: float = 60
+) -> Iterator[tuple[str, int]]:
+    """`flowstudio studio FLOWS --db DB` in a subprocess; yields (url, pid) and stops it by its pid."""
+    with log.open("wb") as out:
+        process = subprocess.Popen([flowstudio, "studio", str(flows), "--db", str(db)], stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout_s
+        url = _wait_for_url(log, process, deadline)
+        _wait_healthy(url, process, deadline)
+        yield url, process.pid
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local IPv4/IPv6 addresses (hex, as /proc shows them) with a socket listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].rsplit(":", 1)
+            if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found

@@ -1,0 +1,34 @@
+"""A store seeded with runs for the app's tests, and the app's environment pointing at it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from studio.app.settings import DIR_ENV
+from studio.store import SQLiteStore
+from tests.app.seed import FLOWS, experiment, nested_run, seed_runs
+
+
+@pytest.fixture(scope="session")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A database with failing and chain runs, a sub-flow run and a batch experiment."""
+    db = tmp_path_factory.mktemp("studio") / "flowstudio.db"
+    runs = seed_runs(db)
+    store = SQLiteStore(db)
+    try:
+        runs["nested"] = nested_run(store)
+        experiment(store)
+    finally:
+        store.close()
+    return db, runs
+
+
+@pytest.fixture
+def app_env(seeded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Point the app at the seeded store and the test flows; returns the run ids."""
+    db, runs = seeded
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(FLOWS))
+    return runs

@@ -1,0 +1,308 @@
+"""Tests of `llm.classify`: text matching, logprob scoring, calibration, providers without logprobs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from nodes.llm_classify import (
+    CONTENT_FREE,
+    Classify,
+    label_mass,
+    labels_begun_by,
+    nearest_label,
+)
+from studio.compiler import compile_flow
+from studio.engine import Engine
+from studio.models import local
+from studio.models.base import Completion, Message, Request
+from studio.node import NodeContext
+from studio.spec import load_flow_text
+from studio.store import MemoryStore
+
+ROOT = Path(__file__).resolve().parents[2]
+TRIAGE = ROOT / "flows" / "ticket-triage.yaml"
+LABELS = ["billing", "bug", "other"]
+
+
+def log(p: float) -> float:
+    return math.log(p)
+
+
+class FakeLLM:
+    """A `ctx.llm` that answers every call with the next scripted Completion and keeps the calls."""
+
+    def __init__(self, *replies: Completion) -> None:
+        self.replies = list(replies)
+        self.calls: list[dict[str, Any]] = []
+
+    async def complete(self, **kwargs: Any) -> Completion:
+        self.calls.append(kwargs)
+        return self.replies[min(len(self.calls), len(self.replies)) - 1]
+
+
+class PlainLLM:
+    """A `ctx.llm` whose provider returns no logprobs, whatever it is asked."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.prompts: list[str | None] = []
+
+    async def complete(
+        self,
+        *,
+        messages: list[Message] | None = None,
+        prompt: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Completion:
+        self.prompts.append(prompt)
+        return Completion(text=self.text, input_tokens=1, output_tokens=1)
+
+
+class DirectLLM:
+    """A `ctx.llm` sending requests, `extra` included, straight to a model client."""
+
+    def __init__(self, client: local.LocalModel) -> None:
+        self.client = client
+
+    async def complete(
+        self,
+        *,
+        messages: list[Message] | None = None,
+        prompt: str | None = None,
+        stop: list[str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Completion:
+        request = Request(
+            messages=tuple(messages or ()),
+            prompt=prompt,
+            temperature=temperature or 0.0,
+            max_tokens=max_tokens or 64,
+            stop=tuple(stop or ()),
+            extra=extra or {},
+        )
+        return await self.client.complete(request)
+
+
+def ctx(llm: object) -> NodeContext:
+    return NodeContext(run_id="r", node_id="classify", flow_dir=ROOT, llm=llm)  # type: ignore[arg-type]
+
+
+def node(**config: Any) -> Classify:
+    return Classify(Classify.Config.model_validate({"labels": LABELS, **config}))
+
+
+def scored(top: dict[str, float], text: str = " billing") -> Completion:
+    return Completion(text=text, input_tokens=10, output_tokens=1, top_logprobs=[top])
+
+
+def triage_config() -> dict[str, Any]:
+    flow = yaml.safe_load(TRIAGE.read_text(encoding="utf-8"))
+    config: dict[str, Any] = flow["nodes"]["classify"]["config"]
+    return config
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("billing", "billing"),
+        (" Bug", "bug"),
+        ("other.", "other"),
+        ("bug report", "bug"),
+        ("It is a billing question", "billing"),
+        ('"other"', "other"),
+        ("bugs", "bug"),
+        ("", "billing"),
+    ],
+)
+def test_nearest_label(reply: str, label: str) -> None:
+    assert nearest_label(reply, LABELS) == label
+
+
+def test_nearest_label_keeps_the_configured_spelling() -> None:
+    assert nearest_label("POSITIVE", ["Positive", "Negative"]) == "Positive"
+
+
+@pytest.mark.parametrize(
+    ("token", "owners"),
+    [
+        (" billing", ["billing"]),
+        ("Bug", ["bug"]),
+        (" b", ["billing", "bug"]),
+        (" oth", ["other"]),
+        (" refund", []),
+        (" ", []),
+    ],
+)
+def test_labels_begun_by(token: str, owners: list[str]) -> None:
+    assert labels_begun_by(token, LABELS) == owners
+
+
+def test_a_token_equal_to_a_label_is_not_shared_with_longer_labels() -> None:
+    assert labels_begun_by(" bug", ["bug", "bugfix"]) == ["bug"]
+
+
+def test_label_mass_adds_prefixes_and_splits_shared_tokens() -> None:
+    mass = label_mass({" bug": log(0.4), " b": log(0.2), " bill": log(0.1), " refund": log(0.3)}, LABELS)
+    assert mass["bug"] == pytest.approx(0.5)
+    assert mass["billing"] == pytest.approx(0.2)
+    assert mass["other"] == 0.0
+
+
+async def test_logprobs_pick_the_most_probable_label_not_the_text() -> None:
+    llm = FakeLLM(scored({" refund": log(0.6), " bug": log(0.3), " billing": log(0.1)}, text=" refund"))
+    out = await node(calibrate=False).run(Classify.Inputs(text="it crashed"), ctx(llm))
+    assert out.label == "bug"
+    assert out.confidence == pytest.approx(0.75)
+    (call,) = llm.calls
+    assert call["extra"] == {"top_logprobs": 100}
+    assert call["prompt"].endswith("Text: it crashed\nLabel:")
+
+
+async def test_calibration_divides_by_the_content_free_prior_once_per_node() -> None:
+    biased = {" other": log(0.6), " bug": log(0.2), " billing": log(0.2)}
+    llm = FakeLLM(
+        scored({" other": log(0.5), " bug": log(0.3), " billing": log(0.2)}),
+        *(scored(biased) for _ in CONTENT_FREE),
+    )
+    classify = node()
+    out = await classify.run(Classify.Inputs(text="the app froze"), ctx(llm))
+    assert out.label == "bug"
+    assert out.confidence == pytest.approx(0.3 / 0.2 / (0.5 / 0.6 + 0.3 / 0.2 + 0.2 / 0.2), abs=1e-4)
+    assert [c["prompt"].rsplit("Text: ", 1)[1] for c in llm.calls[1:]] == [f"{t}\nLabel:" for t in CONTENT_FREE]
+    await classify.run(Classify.Inputs(text="again"), ctx(llm))
+    assert len(llm.calls) == 1 + len(CONTENT_FREE) + 1
+
+
+async def test_a_label_missing_from_the_prior_gets_the_least_listed_probability() -> None:
+    llm = FakeLLM(
+        scored({" other": log(0.5), " bug": log(0.4), " billing": log(0.1)}),
+        *(scored({" other": log(0.9), " billing": log(0.05)}) for _ in CONTENT_FREE),
+    )
+    out = await node().run(Classify.Inputs(text="x"), ctx(llm))
+    assert out.label == "bug"
+    assert out.confidence is not None and 0 < out.confidence < 1
+
+
+async def test_without_logprobs_the_reply_text_is_matched() -> None:
+    llm = FakeLLM(Completion(text=" Bug report", input_tokens=3, output_tokens=2))
+    out = await node().run(Classify.Inputs(text="x"), ctx(llm))
+    assert (out.label, out.confidence) == ("bug", None)
+    assert len(llm.calls) == 1
+
+
+async def test_top_tokens_without_any_label_fall_back_to_the_text() -> None:
+    llm = FakeLLM(scored({" refund": log(0.7), " payment": log(0.2)}, text=" other"))
+    out = await node().run(Classify.Inputs(text="x"), ctx(llm))
+    assert (out.label, out.confidence) == ("other", None)
+
+
+async def test_a_provider_without_logprobs_falls_back_to_the_reply_text() -> None:
+    llm = PlainLLM(" billing")
+    out = await node().run(Classify.Inputs(text="charged twice"), ctx(llm))
+    assert (out.label, out.confidence) == ("billing", None)
+    assert llm.prompts and llm.prompts[0] is not None
+
+
+def test_labels_are_named_only_when_the_prompt_does_not_show_them() -> None:
+    demos = [{"text": "a", "label": "billing"}, {"text": "b", "label": "bug"}, {"text": "c", "label": "other"}]
+    assert "billing, bug, other" not in node(instructions="Sort it.", demos=demos).preamble()
+    assert "billing, bug, other" in node(instructions="Sort it.", demos=demos[:2]).preamble()
+    assert "billing, bug, other" in node(demos=demos, form="chat").preamble()
+    assert "billing, bug, other" in node(demos=demos, list_labels=True).preamble()
+    assert node(instructions="Sort it.", list_labels=False).preamble() == "Sort it."
+
+
+async def test_chat_form_asks_with_messages() -> None:
+    llm = FakeLLM(scored({"bug": log(0.9), "billing": log(0.1)}, text="bug"))
+    out = await node(form="chat", calibrate=False).run(Classify.Inputs(text="it broke"), ctx(llm))
+    assert out.label == "bug"
+    (call,) = llm.calls
+    assert call["messages"][-1].content == "it broke"
+
+
+def test_scripted_model_through_the_engine() -> None:
+    config = triage_config()
+    flow = {
+        "flowstudio": 1,
+        "name": "classify-scripted",
+        "inputs": {"ticket": {"type": "str"}},
+        "outputs": {"category": "$classify.label", "confidence": "$classify.confidence"},
+        "models": {
+            "default": {"model": "scripted", "script": [{"match": "refund", "reply": " Billing."}, {"reply": "bug"}]}
+        },
+        "nodes": {"classify": {"type": "llm.classify", "inputs": {"text": "$inputs.ticket"}, "config": config}},
+    }
+    plan = compile_flow(load_flow_text(yaml.safe_dump(flow)))
+    engine = Engine(MemoryStore())
+    refund = engine.run_sync(plan, {"ticket": "please refund me"})
+    assert refund.status == "succeeded", refund.error
+    assert refund.outputs == {"category": "billing", "confidence": None}
+    crash = engine.run_sync(plan, {"ticket": "it crashes"})
+    assert crash.outputs == {"category": "bug", "confidence": None}
+
+
+def test_local_body_asks_for_logprobs_in_each_api() -> None:
+    text = local._body(Request(prompt="p", extra={"top_logprobs": 5, "seed": 1}))
+    assert (text["logprobs"], text["seed"], "top_logprobs" in text) == (5, 1, False)
+    chat = local._body(Request(messages=(Message("user", "hi"),), extra={"top_logprobs": 5}))
+    assert (chat["logprobs"], chat["top_logprobs"]) == (True, 5)
+    assert "logprobs" not in local._body(Request(prompt="p"))
+
+
+def test_local_parse_reads_top_logprobs() -> None:
+    def alt(token: str, logprob: float) -> dict[str, Any]:
+        return {"id": 1, "token": token, "bytes": [], "logprob": logprob}
+
+    response = {
+        "choices": [
+            {
+                "text": " bug",
+                "finish_reason": "stop",
+                "logprobs": {
+                    "content": [
+                        {**alt(" bug", -0.5), "top_logprobs": [alt(" bug", -0.5), alt(" b", -2.0), alt(" b", -2.0)]},
+                    ]
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 1},
+    }
+    completion = local._parse(response, chat=False)
+    assert completion.top_logprobs is not None
+    (top,) = completion.top_logprobs
+    assert top[" bug"] == -0.5
+    assert top[" b"] == pytest.approx(-2.0 + math.log(2))
+    assert local._parse({**response, "choices": [{"text": "x"}]}, chat=False).top_logprobs is None
+
+
+CLEAR_TICKETS = [
+    ("I was billed twice for my subscription this month, please refund one charge.", "billing"),
+    ("My invoice shows the wrong amount for my plan.", "billing"),
+    ("The app crashes every time I open the settings screen.", "bug"),
+    ("Clicking the export button shows an error and nothing downloads.", "bug"),
+    ("Do you have an office in Berlin?", "other"),
+    ("Are you hiring designers at the moment?", "other"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not local.is_installed(), reason="flowstudio models install smollm2")
+async def test_ticket_triage_classify_on_the_embedded_model() -> None:
+    classify = Classify(Classify.Config.model_validate(triage_config()))
+    llm = DirectLLM(local.LocalModel())
+    correct = 0
+    for text, gold in CLEAR_TICKETS:
+        out = await classify.run(Classify.Inputs(text=text), ctx(llm))
+        assert out.confidence is not None and 0 < out.confidence <= 1
+        correct += out.label == gold
+    assert correct / len(CLEAR_TICKETS) >= 5 / 6
