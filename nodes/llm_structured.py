@@ -1,7 +1,7 @@
 """`llm.structured`: one JSON object, validated against a field list or a JSON Schema.
 
-In completion form (the default, which small models follow best) the prompt ends in `JSON: {`
-so the model only continues an object. A reply that does not parse or validate is sent back
+In completion form (the default, which small models follow best) the prompt lists the fields
+and ends in `JSON: {"first_field":`, so the model only continues an object. A reply that does not parse or validate is sent back
 with the problem, up to `retries` times; then the node fails with an OutputError that shows
 the last reply. A field list also gives each field its own typed output port.
 """
@@ -127,7 +127,7 @@ class Structured(Node):
         demos: list[dict[str, Any]] = []
         """Worked examples: input values plus the expected `data` object."""
         form: Form = "completion"
-        """`completion` (the prompt ends in `JSON: {`; best on small models) or `chat`."""
+        """`completion` (the prompt ends in `JSON: {"first_field":` for the model to go on; best on small models) or `chat`."""
         retries: int = Field(default=2, ge=0, le=5)
         """How often an invalid reply is sent back with the problem before the node fails."""
         max_tokens: int | None = Field(default=None, gt=0)

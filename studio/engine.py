@@ -31,7 +31,17 @@ from studio.subflows import SubFlows
 from studio.tools import resolve_tools
 
 DEFAULT_MAX_CONCURRENCY = 100
-NOT_RETRIED = {"auth", "template_error", "bad_input", "budget", "bad_request", "no_model"}
+NOT_RETRIED = {
+    "auth",
+    "template_error",
+    "bad_input",
+    "budget",
+    "bad_request",
+    "no_model",
+    "blocked",
+    "limit",
+    "invalid_output",
+}
 Hook = Callable[..., None]
 
 

@@ -32,9 +32,11 @@ class Cache(Protocol):
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
 
 
-def cache_key(spec: ModelSpec, request: Request) -> str:
-    """Content address of a call: model, messages or prompt, and every parameter."""
-    body = {"model": spec.model, "request": request.as_json(), "params": spec.params}
+def cache_key(spec: ModelSpec, request: Request, client: ModelClient) -> str:
+    """Content address of a call: model (and what defines it, e.g. a script), messages or
+    prompt, and every parameter."""
+    fingerprint = getattr(client, "fingerprint", "")
+    body = {"model": spec.model, "fingerprint": fingerprint, "request": request.as_json(), "params": spec.params}
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
@@ -113,7 +115,7 @@ class BoundLLM:
         raise NodeError("model call failed: " + "; then ".join(errors), kind=kind)
 
     async def _with_retries(self, alias: str, spec: ModelSpec, request: Request) -> Completion:
-        key = cache_key(spec, request) if self.cache else None
+        key = cache_key(spec, request, self.client(alias)) if self.cache else None
         if key and self.cache and (hit := self.cache.cache_get(key)):
             completion = Completion(
                 text=hit["text"], input_tokens=0, output_tokens=0, cost_usd=0.0, top_logprobs=hit.get("top_logprobs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from studio.app import trace_parts
+from studio.app.resume_panel import waiting_panel
 from studio.app.settings import open_store
 from studio.app.widgets import duration, ident
 from studio.store.base import RunFilter, RunRecord
@@ -84,6 +85,7 @@ def render() -> None:
             return
         siblings = [r for r in store.query_runs(RunFilter(flow=trace.run.flow), limit=RECENT) if r.run_id != run_id]
         _header(trace)
+        waiting_panel(trace)
         failure = find_failure(trace)
         if failure is not None:
             trace_parts.failure_box(failure)

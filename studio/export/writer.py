@@ -560,7 +560,7 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
         "`flowstudio runs --db runs.db` and `flowstudio trace RUN_ID --db runs.db`.",
         "",
         f'`models={{"{alias}": "openai/gpt-4o-mini"}}` swaps a model alias for this call, like',
-        "`flowstudio run --model`; sub-flows keep their own models.",
+        "`flowstudio run --model` (sub-flows included).",
         "",
         "## Command line",
         "",

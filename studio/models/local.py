@@ -51,11 +51,18 @@ def is_installed() -> bool:
     return importlib.util.find_spec("xllamacpp") is not None and model_path() is not None
 
 
+THREADS_ENV = "FLOWSTUDIO_LOCAL_THREADS"
+
+
 def _thread_count() -> int:
-    """CPUs this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+    """FLOWSTUDIO_LOCAL_THREADS, else one thread.
+
+    The 135M model is bound by memory, not arithmetic: one thread decodes as fast as two on
+    an idle 2-core machine, and llama.cpp's spinning threads collapse (80 → 2 tokens/s,
+    measured) when other processes want the same cores. One thread degrades gracefully.
+    """
+    value = os.environ.get(THREADS_ENV, "")
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 def _import_runtime() -> Any:

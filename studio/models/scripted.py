@@ -43,6 +43,9 @@ class ScriptedModel:
         self.input_cost = input_cost_per_token
         self.output_cost = output_cost_per_token
         self._failures: dict[int, int] = {}
+        rules_json = json.dumps([r.model_dump(mode="json") for r in rules], sort_keys=True)
+        self.fingerprint = f"{rules_json}|{input_cost_per_token}|{output_cost_per_token}"
+        """What the LLM cache keys on besides the prompt: editing a script invalidates it."""
         self._patterns = [re.compile(r.match) if r.match else None for r in rules]
 
     async def complete(self, request: Request) -> Completion:

@@ -46,8 +46,8 @@ class Candidate:
     """Dev example index → model calls its run made, cache hits included."""
     tokens: dict[int, int] = field(default_factory=dict)
     cost_usd: dict[int, float] = field(default_factory=dict)
-    overhead_calls: int = 0
-    """Calls made once per compiled flow (classify calibration), beyond the per-example ones."""
+    requests: dict[int, str] = field(default_factory=dict)
+    """Dev example index → fingerprint of the prompts its run sent."""
     rung: int = 0
     """The last rung of successive halving it was evaluated on."""
     round: int = 0

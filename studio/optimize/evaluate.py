@@ -9,6 +9,8 @@ made, so a candidate's cost per example does not depend on what earlier candidat
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,6 +36,8 @@ class Evaluated:
     calls: int
     tokens: int
     cost_usd: float
+    requests: str
+    """Fingerprint of every request the run sent: equal fingerprints mean the same prompts."""
 
     @property
     def score(self) -> float:
@@ -81,14 +85,15 @@ class Evaluator:
         ):
             result = ExampleResult(example.index, example.line, outcome)
             await score_example(self.metric, example, result)
-            calls, tokens, cost = self._usage(outcome.run_id)
-            done[id(example)] = Evaluated(example, result, calls, tokens, cost)
+            done[id(example)] = Evaluated(example, result, *self._usage(outcome.run_id))
 
-    def _usage(self, run_id: str | None) -> tuple[int, int, float]:
-        """Calls of a run (cache hits too), and its tokens and USD with hits priced as when made."""
+    def _usage(self, run_id: str | None) -> tuple[int, int, float, str]:
+        """Calls of a run (cache hits too), its tokens and USD with hits priced as when made, and
+        the fingerprint of its requests."""
         if run_id is None:
-            return 0, 0, 0.0
+            return 0, 0, 0.0, ""
         calls = self.store.calls(run_id)
+        requests = json.dumps([[call.model, call.request] for call in calls], sort_keys=True)
         tokens, cost = 0, 0.0
         for call in calls:
             if call.cache_hit:
@@ -96,4 +101,4 @@ class Evaluator:
                 tokens, cost = tokens + made_tokens, cost + made_cost
             else:
                 tokens, cost = tokens + call.input_tokens + call.output_tokens, cost + call.cost_usd
-        return len(calls), tokens, cost
+        return len(calls), tokens, cost, hashlib.sha256(requests.encode()).hexdigest()

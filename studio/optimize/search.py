@@ -200,6 +200,7 @@ class Search:
             candidate.calls[index] = done.calls
             candidate.tokens[index] = done.tokens
             candidate.cost_usd[index] = done.cost_usd
+            candidate.requests[index] = done.requests
             if done.result.outcome.run_id:
                 candidate.runs[index] = done.result.outcome.run_id
         self._emit("evaluated", candidate=candidate.id, examples=candidate.examples)
@@ -269,6 +270,7 @@ class Search:
                 candidate.rung = rung
                 evaluated.append(candidate)
             reference = self.best.score_on(subset)
+            evaluated = [c for c in evaluated if not self._same_prompts(c, subset)]
             ranked = sorted(evaluated, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.calls_per_example))
             if size == len(order):
                 return [c for c in ranked if c.score_on(subset) > reference]
@@ -280,6 +282,15 @@ class Search:
             if not alive:
                 return []
         return []
+
+    def _same_prompts(self, candidate: Candidate, subset: list[int]) -> bool:
+        """Whether the candidate sent the best's prompts (a move without effect, dropped at once).
+
+        One example may differ: a freshly compiled classify node asks its calibration calls
+        during its first example, which need not be the one where the best asked them.
+        """
+        differ = sum(candidate.requests.get(i) != self.best.requests.get(i) for i in subset)
+        return len(subset) >= 3 and differ <= 1
 
     # -- moves -------------------------------------------------------------------------------
 

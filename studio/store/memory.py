@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
@@ -32,8 +33,10 @@ class MemoryStore:
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         run = self._runs[run_id]
-        self._steps[run_id].append(copy.deepcopy(step))
-        self._calls[run_id].extend(copy.deepcopy(calls))
+        # Records are taken over as they are (the engine never changes one it has written);
+        # every read hands out deep copies, so callers cannot change what is stored.
+        self._steps[run_id].append(dataclasses.replace(step))
+        self._calls[run_id].extend(dataclasses.replace(call) for call in calls)
         run.tokens += step.tokens
         run.cost_usd += step.cost_usd
         run.steps += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -205,3 +206,26 @@ def test_run_page_shows_bad_input_instead_of_running(app_env: dict[str, str]) ->
     assert not app.exception and "run" not in app.query_params
     assert app.error[0].value == "The flow did not start."
     assert "docs" in app.code[0].value
+
+
+def test_a_waiting_run_is_resumed_from_its_trace(app_env: dict[str, str], tmp_path: Path) -> None:
+    from studio.runner import run_flow
+    from tests.conftest import FIXTURES
+
+    waiting = run_flow(FIXTURES / "approval.yaml", {"topic": "tea"})
+    assert waiting.status == "waiting"
+    app = _page(_trace_page, run=waiting.run_id)
+    assert any("Publish this? A short draft." in t.value for t in app.text)
+    app.text_input(key="answer_approve").input("maybe")
+    app.button[0].click().run()
+    assert any("must be bool" in e.value for e in app.error)
+    app.text_input(key="answer_approve").input("true")
+    app.button[0].click().run()
+    assert not app.exception and not app.error, [e.value for e in app.error]
+    store = SQLiteStore(os.environ["FLOWSTUDIO_DB"])
+    try:
+        run = store.get_run(waiting.run_id)
+        assert run is not None and run.status == "succeeded"
+        assert run.outputs == {"published": "PUBLISHED: A short draft."}
+    finally:
+        store.close()

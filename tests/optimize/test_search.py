@@ -193,3 +193,33 @@ async def test_report_files_sit_beside_the_flow(make_task: MakeTask) -> None:
     assert "```diff" in markdown and "+      demos:" in markdown
     assert "<svg" in (folder / "flow.optimized.pareto.svg").read_text()
     assert result.report["pareto"][-1]["score"] == 1.0
+
+
+CLASSIFY = """\
+flowstudio: 1
+name: opt-classify
+inputs:
+  text: {type: str}
+outputs:
+  label: $classify.label
+models:
+  default:
+    model: scripted
+    script:
+%s
+nodes:
+  classify:
+    type: llm.classify
+    inputs: {text: $inputs.text}
+    config: {labels: [positive, negative]}
+"""
+
+
+async def test_a_move_without_effect_is_dropped_at_once(make_task: MakeTask) -> None:
+    task = make_task(DEMO_RULES)
+    task.flow.write_text(CLASSIFY % DEMO_RULES)  # labels are already listed: `list_labels: true` changes nothing
+    _, optimization = await optimize(task, 200, proposer="none")
+    assert optimization.search is not None
+    same = [c for c in optimization.search.candidates if c.move == "classify: list_labels: true"]
+    assert same and all(c.examples == 4 for c in same)
+    assert optimization.search.best.score == 1.0

@@ -1,0 +1,49 @@
+"""A waiting run: show what each human-input node asks and resume the run with the answers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import streamlit as st
+
+from studio.app.settings import settings
+from studio.errors import FlowError
+from studio.runner import resume_run_async
+from studio.viewer.trace import Trace
+
+
+def _value(text: str) -> Any:
+    """JSON when the answer parses as JSON (true, 3, ["a"]), else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def waiting_panel(trace: Trace) -> None:
+    """One answer field per waiting node and a Resume button; reruns the page when done."""
+    waiting = {s.node: s for s in trace.steps if s.status == "waiting"}
+    done = {s.node for s in trace.steps if s.status == "succeeded"}
+    asks = {node: step for node, step in waiting.items() if node not in done}
+    if trace.run.status != "waiting" or not asks:
+        return
+    with st.form(f"resume_{trace.run.run_id}"):
+        st.subheader("Waiting for input")
+        answers = {}
+        for node, step in asks.items():
+            st.text(step.error or "")
+            answers[node] = st.text_input(
+                f"Answer for {node}", key=f"answer_{node}", help="JSON (true, 3, [..]) or text"
+            )
+        if not st.form_submit_button("Resume run"):
+            return
+    values = {node: _value(text) for node, text in answers.items()}
+    try:
+        result = asyncio.run(resume_run_async(trace.run.run_id, values=values, db=settings().db))
+    except FlowError as err:
+        st.error(err.message)
+        return
+    st.success(f"Run {result.run_id} is {result.status}.")
+    st.rerun()
