@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from studio.budget import Budget
 from studio.errors import NodeError
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request
+from studio.node import ToolCall, ToolReply
 from studio.spec import ModelSpec
 from studio.store.base import CallRecord, now
 
@@ -114,11 +115,32 @@ class BoundLLM:
                 kind = err.kind if len(errors) == 1 else "model_error"
         raise NodeError("model call failed: " + "; then ".join(errors), kind=kind)
 
+    def supports_tools(self) -> bool:
+        """Whether the alias' model takes tools natively (scripted: when its script calls tools)."""
+        check = getattr(self.client(self.alias), "supports_tools", None)
+        return bool(check()) if check else False
+
+    async def complete_with_tools(
+        self, *, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int | None = None
+    ) -> ToolReply:
+        """One chat call offering `tools` (OpenAI function schemas); the reply's calls parsed."""
+        completion = await self.complete(messages=messages, max_tokens=max_tokens, extra={"tools": tools})
+        calls = [
+            ToolCall(c["name"], dict(c.get("arguments") or {}), str(c.get("id", "")))
+            for c in completion.tool_calls or []
+        ]
+        return ToolReply(text=completion.text, calls=calls, completion=completion)
+
     async def _with_retries(self, alias: str, spec: ModelSpec, request: Request) -> Completion:
         key = cache_key(spec, request, self.client(alias)) if self.cache else None
         if key and self.cache and (hit := self.cache.cache_get(key)):
             completion = Completion(
-                text=hit["text"], input_tokens=0, output_tokens=0, cost_usd=0.0, top_logprobs=hit.get("top_logprobs")
+                text=hit["text"],
+                input_tokens=0,
+                output_tokens=0,
+                cost_usd=0.0,
+                top_logprobs=hit.get("top_logprobs"),
+                tool_calls=hit.get("tool_calls"),
             )
             self._record(spec, request, completion, now(), 0.0, cache_hit=True)
             return completion
@@ -135,7 +157,13 @@ class BoundLLM:
             self._record(spec, request, completion, started_at, time.perf_counter() - start)
             if key and self.cache:
                 self.cache.cache_put(
-                    key, spec.model, {"text": completion.text, "top_logprobs": completion.top_logprobs}
+                    key,
+                    spec.model,
+                    {
+                        "text": completion.text,
+                        "top_logprobs": completion.top_logprobs,
+                        "tool_calls": completion.tool_calls,
+                    },
                 )
             return completion
         raise AssertionError("unreachable")

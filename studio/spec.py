@@ -63,6 +63,8 @@ class ScriptRule(_Strict):
     """Regular expression searched in the rendered prompt; omitted matches everything."""
     reply: str | None = None
     """The text the model answers."""
+    tool_calls: list[dict[str, Any]] | None = None
+    """Function calls to answer with (`{name, arguments}` each), imitating function calling."""
     error: ScriptError | None = None
     """Fail instead of answering."""
     delay_s: float = 0.0

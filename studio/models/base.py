@@ -57,6 +57,9 @@ class Completion:
     output_tokens: int
     cost_usd: float = 0.0
     finish_reason: str = "stop"
+    tool_calls: list[dict[str, Any]] | None = None
+    """Function calls the model asked for: `{"id", "name", "arguments"}` each (tools offered via
+    `extra={"tools": [...]}`)."""
     top_logprobs: list[dict[str, float]] | None = None
     """Per generated position, the most likely tokens and their natural-log probabilities.
 

@@ -10,7 +10,9 @@ import asyncio
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -59,11 +61,16 @@ class ScriptedModel:
             if rule.error is not None and self._should_fail(index, rule):
                 _ledger(self.name, text, error=rule.error.kind)
                 raise ModelError(rule.error.kind, f"scripted {rule.error.kind} error", rule.error.retry_after_s)
-            if rule.reply is None:
+            if rule.reply is None and rule.tool_calls is None:
                 continue
-            _ledger(self.name, text, reply=rule.reply)
-            return self._completion(text, rule.reply)
+            _ledger(self.name, text, reply=rule.reply or json.dumps(rule.tool_calls))
+            completion = self._completion(text, rule.reply or "")
+            return replace(completion, tool_calls=_calls(rule.tool_calls)) if rule.tool_calls else completion
         raise ModelError("server", "scripted model: no rule matched the prompt")
+
+    def supports_tools(self) -> bool:
+        """Whether the script imitates function calling (some rule answers with tool calls)."""
+        return any(rule.tool_calls for rule in self.rules)
 
     def _should_fail(self, index: int, rule: ScriptRule) -> bool:
         assert rule.error is not None
@@ -79,6 +86,10 @@ class ScriptedModel:
         tokens_in, tokens_out = count_tokens(prompt), count_tokens(reply)
         cost = tokens_in * self.input_cost + tokens_out * self.output_cost
         return Completion(text=reply, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
+
+
+def _calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"id": f"call_{i}", "name": c["name"], "arguments": c.get("arguments", {})} for i, c in enumerate(calls)]
 
 
 def _ledger(name: str, prompt: str, **fields: str) -> None:

@@ -187,3 +187,29 @@ async def test_function_calling_where_the_model_supports_it() -> None:
         {"turn": 2, "reply": "It is 42.", "answer": "It is 42."},
     ]
     assert 'calculator({"expression": "6 * 7"}) returned: 42' in model.seen[1][-1].content
+
+
+async def test_function_calling_through_the_engine_and_the_model_client() -> None:
+    """A scripted model that answers with tool calls drives the function-calling path end to end."""
+    text = """
+inputs: {q: {type: str}}
+outputs: {answer: $agent.answer, turns: $agent.turns}
+models:
+  default:
+    model: scripted
+    script:
+      - {match: "returned: 84", reply: "It is 84."}
+      - {tool_calls: [{name: calculator, arguments: {expression: "12 * 7"}}]}
+nodes:
+  agent:
+    type: llm.agent
+    inputs: {task: $inputs.q}
+    config: {tools: [calculator], protocol: auto}
+"""
+    result, store = await run_flow(text, {"q": "What is 12 times 7?"})
+    assert result.status == "succeeded", result.error
+    assert result.outputs is not None and result.outputs["answer"] == "It is 84."
+    first, second = store.calls(result.run_id)
+    offered = first.request["extra"]["tools"]
+    assert [t["function"]["name"] for t in offered] == ["calculator"]
+    assert second.request["messages"][-1]["content"].endswith("returned: 84")
