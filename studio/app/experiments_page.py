@@ -1,9 +1,10 @@
-"""Experiments: batches (and later optimizer searches) with the table of their examples' runs."""
+"""Experiments: batches and optimizer searches, with the table of their examples' runs."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from studio.app import optimize_panel
 from studio.app.nav import trace_link
 from studio.app.settings import open_store
 from studio.app.widgets import ident
@@ -44,6 +45,8 @@ def render() -> None:
     with summary:
         st.markdown("**Summary**")
         st.json(experiment.summary or {}, expanded=1)
+    if experiment.kind == "optimize":
+        optimize_panel.render(experiment.summary or {}, experiment.flow)
     st.markdown(
         f"**Examples** ({total} run{'s' if total != 1 else ''}{', first ' + str(EXAMPLES) if total > EXAMPLES else ''})"
     )

@@ -9,6 +9,7 @@ import pytest
 from studio.app.settings import DIR_ENV
 from studio.store import SQLiteStore
 from tests.app.seed import FLOWS, experiment, nested_run, seed_runs
+from tests.optimize.conftest import make_task  # noqa: F401  (the optimizer's task fixture, for the optimizer page)
 
 
 @pytest.fixture(scope="session")
