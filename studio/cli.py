@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import click
 
+from studio.types import value_from_text
+
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_WAITING = 1, 2, 3
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,15 +45,8 @@ def _pairs(values: tuple[str, ...], option: str, parse_json: bool) -> dict[str, 
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
-        result[name] = _json_or_text(value) if parse_json else value
+        result[name] = value_from_text(value) if parse_json else value
     return result
-
-
-def _json_or_text(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
 
 
 def _print_json(data: Any) -> None:

@@ -14,7 +14,8 @@ NODE_ORDER = ["type", "description", "model", "when", "after", "inputs", "config
 MODEL_ORDER = ["model", "temperature", "max_tokens", "stop", "api_key", "api_base", "fallbacks", "retries"]
 
 
-def _yaml() -> Any:
+def round_trip_yaml() -> Any:
+    """ruamel.yaml in round-trip mode with the project's layout (2-space maps, 4/2 sequences)."""
     from ruamel.yaml import YAML
 
     yaml = YAML(typ="rt")
@@ -43,7 +44,7 @@ def _normalise(document: Any) -> None:
 
 def format_text(text: str) -> str:
     """The canonical form of a flow file's text (call only on a validated flow)."""
-    yaml = _yaml()
+    yaml = round_trip_yaml()
     document = yaml.load(text)
     _normalise(document)
     out = io.StringIO()

@@ -6,6 +6,7 @@ Node ports get theirs from the annotations of the node's pydantic models.
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -104,3 +105,12 @@ def type_of_value(value: Any) -> PortType:
         items = {str(type_of_value(v)) for v in value}
         return PortType("list", parse_type(items.pop()) if len(items) == 1 else None)
     return ANY
+
+
+def value_from_text(text: str) -> Any:
+    """A value typed on a command line or in a form: JSON when it parses (`true`, `3`, `["a"]`),
+    else the text itself."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text

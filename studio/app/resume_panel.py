@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any
 
 import streamlit as st
 
 from studio.app.settings import settings
 from studio.errors import FlowError
 from studio.runner import resume_run_async
+from studio.types import value_from_text
 from studio.viewer.trace import Trace
-
-
-def _value(text: str) -> Any:
-    """JSON when the answer parses as JSON (true, 3, ["a"]), else the text itself."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def waiting_panel(trace: Trace) -> None:
@@ -39,7 +30,7 @@ def waiting_panel(trace: Trace) -> None:
             )
         if not st.form_submit_button("Resume run"):
             return
-    values = {node: _value(text) for node, text in answers.items()}
+    values = {node: value_from_text(text) for node, text in answers.items()}
     try:
         result = asyncio.run(resume_run_async(trace.run.run_id, values=values, db=settings().db))
     except FlowError as err:

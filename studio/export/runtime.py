@@ -25,6 +25,7 @@ from studio.errors import FlowError
 from studio.spec import load_flow
 from studio.store import MemoryStore, SQLiteStore
 from studio.store.base import Store
+from studio.types import value_from_text
 
 __all__ = ["FlowFailed", "RunResult", "console", "outputs_of", "run_embedded"]
 
@@ -151,7 +152,7 @@ def _given_inputs(parser: argparse.ArgumentParser, args: argparse.Namespace, mod
         given.update(loaded)
     for name, text in _pairs(parser, args.input, "--input"):
         field = model.model_fields.get(name)
-        given[name] = text if field is not None and _is_text(field.annotation) else _json_or_text(text)
+        given[name] = text if field is not None and _is_text(field.annotation) else value_from_text(text)
     return given
 
 
@@ -171,13 +172,6 @@ def _is_text(annotation: Any) -> bool:
         members = [a for a in typing.get_args(annotation) if a is not type(None)]
         return members == [str]
     return annotation is str
-
-
-def _json_or_text(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
 
 
 def _first_problem(err: ValidationError) -> str:

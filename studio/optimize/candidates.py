@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.compiler import Plan, compile_flow
+from studio.fmt import round_trip_yaml
 from studio.refs import FLOW_INPUTS, Ref, parse_value
 from studio.spec import Flow, load_flow_text
 
@@ -146,16 +147,6 @@ def feeds_output(flow: Flow, node: TunableNode, output: str) -> bool:
     return bool(wires) and all(isinstance(w, Ref) and w.node == node.id and w.port == node.port for w in wires)
 
 
-def _yaml() -> Any:
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="rt")
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096
-    yaml.preserve_quotes = True
-    return yaml
-
-
 def _plain(value: Any) -> Any:
     """A value ruamel writes readably: block style, multi-line strings as literal blocks."""
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -181,7 +172,7 @@ def render(base_text: str, edits: Mapping[Path, Any]) -> str:
     """The base flow text with `edits` applied; untouched parts keep their comments and layout."""
     from ruamel.yaml.comments import CommentedMap
 
-    yaml = _yaml()
+    yaml = round_trip_yaml()
     document = yaml.load(base_text)
     for path, value in sorted(edits.items()):
         parent = document
