@@ -38,6 +38,8 @@ class Candidate:
     kind: str = "baseline"
     """The move's kind: baseline, demos, instructions, format, form, strategy, model, temperature."""
     parent: str | None = None
+    changes: list[str] = field(default_factory=list)
+    """Every move from the input flow to this candidate, its ancestors' first."""
     text: str = ""
     plan: Plan | None = field(default=None, repr=False)
     scores: dict[int, float] = field(default_factory=dict)
@@ -52,6 +54,11 @@ class Candidate:
     rung: int = 0
     """The last rung of successive halving it was evaluated on."""
     round: int = 0
+
+    @property
+    def described(self) -> str:
+        """All its changes from the input flow, in words."""
+        return "; ".join(self.changes) or self.move
 
     @property
     def key(self) -> str:
@@ -88,6 +95,7 @@ class Candidate:
             "parent": self.parent,
             "kind": self.kind,
             "move": self.move,
+            "changes": self.changes,
             "round": self.round,
             "rung": self.rung,
             "examples": self.examples,

@@ -233,7 +233,7 @@ class Optimization:
         def side(candidate: Candidate, test: float | None) -> dict[str, Any]:
             return {
                 "candidate": candidate.id,
-                "move": candidate.move,
+                "move": candidate.described,
                 "dev": round(candidate.score, 6),
                 "test": None if test is None else round(test, 6),
                 "cost_per_example": round(candidate.cost_per_example, 10),

@@ -64,7 +64,7 @@ def markdown(report: dict[str, Any]) -> str:
         "| candidate | dev score | USD / example | tokens / example | change |",
         "|---|---|---|---|---|",
     ]
-    moves = {row["candidate"]: row["move"] for row in report["candidates"]}
+    moves = {row["candidate"]: "; ".join(row["changes"]) or row["move"] for row in report["candidates"]}
     for point in report["pareto"]:
         lines.append(
             f"| {point['candidate']} | {point['score']:.3f} | {point['cost_per_example']:.6f} | "

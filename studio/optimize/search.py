@@ -335,6 +335,7 @@ class Search:
             move.label,
             kind=move.kind,
             parent=self.best.id,
+            changes=[*self.best.changes, move.label],
             round=number,
         )
         try:
@@ -351,7 +352,7 @@ class Search:
         self.best = candidate
         if self.on_best is not None:
             self.on_best(candidate)
-        self._emit("best", message=f"best: {candidate.id} scores {candidate.score:.3f} on dev ({candidate.move})")
+        self._emit("best", message=f"best: {candidate.id} scores {candidate.score:.3f} on dev ({candidate.described})")
 
     def _emit(self, event: str, **details: Any) -> None:
         if self.progress is None:
