@@ -7,10 +7,7 @@ even with many examples in flight. Retries and fallbacks are separate calls and 
 call served from the LLM cache never reaches a client and does not count. With a USD limit,
 calls are serialised, so at most one call can cross it (the same rule as `--max-cost`).
 
-The engine has no hook for its model clients, so the wrapper is installed by replacing the
-`client_for` the engine and `studio.models` look up; the replacement only wraps while a
-meter is active in the current context (a `ContextVar`), and is a plain pass-through
-otherwise.
+The wrapper is a `studio.models.client_hooks` entry, active in the current context only.
 """
 
 from __future__ import annotations
@@ -20,15 +17,12 @@ import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from studio.models import client_hooks
 from studio.models.base import Completion, ModelClient, ModelError, Request
 from studio.spec import ModelSpec
-
-_active: ContextVar[Meter | None] = ContextVar("flowstudio_optimize_meter", default=None)
 
 
 def usage_key(model: str, request: dict[str, Any]) -> str:
@@ -88,6 +82,10 @@ class MeteredClient:
         self.model = model
         self.name = inner.name
 
+    def __getattr__(self, name: str) -> Any:
+        """What else the client offers (`supports_tools`, `fingerprint`) is the inner client's."""
+        return getattr(self.inner, name)
+
     async def complete(self, request: Request) -> Completion:
         if self.meter.max_cost_usd is None:
             return await self._complete(request)
@@ -101,31 +99,15 @@ class MeteredClient:
         return completion
 
 
-def _metered(original: Any) -> Any:
-    def client_for(spec: ModelSpec, base_dir: Path) -> ModelClient:
-        client: ModelClient = original(spec, base_dir)
-        meter = _active.get()
-        return client if meter is None else MeteredClient(client, meter, spec.model)
-
-    client_for.metered = True  # type: ignore[attr-defined]
-    return client_for
-
-
-def _install() -> None:
-    import studio.engine
-    import studio.models
-
-    for module in (studio.engine, studio.models):
-        if not getattr(module.client_for, "metered", False):
-            module.client_for = _metered(module.client_for)  # type: ignore[attr-defined]
-
-
 @contextmanager
 def metering(meter: Meter) -> Iterator[Meter]:
     """Count (and limit) every model call made in this context, tasks started from it included."""
-    _install()
-    token = _active.set(meter)
+
+    def hook(client: ModelClient, spec: ModelSpec) -> ModelClient:
+        return MeteredClient(client, meter, spec.model)
+
+    token = client_hooks.set((*client_hooks.get(), hook))
     try:
         yield meter
     finally:
-        _active.reset(token)
+        client_hooks.reset(token)
