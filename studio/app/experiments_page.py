@@ -5,9 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from studio.app import optimize_panel
-from studio.app.nav import trace_link
 from studio.app.settings import open_store
-from studio.app.widgets import ident
+from studio.app.widgets import ident, runs_table
 from studio.store.base import RunFilter
 from studio.viewer import example_rows, experiment_rows
 
@@ -50,16 +49,5 @@ def render() -> None:
     st.markdown(
         f"**Examples** ({total} run{'s' if total != 1 else ''}{', first ' + str(EXAMPLES) if total > EXAMPLES else ''})"
     )
-    rows = example_rows(experiment, runs)
-    for row in rows:
-        row["run"] = trace_link(row["run"])
-    st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={
-            "run": st.column_config.LinkColumn("run", display_text=r"run=(.+)$", help="Open the trace"),
-            "score": st.column_config.NumberColumn("score", format="%.3f"),
-            "cost_usd": st.column_config.NumberColumn("cost $", format="%.6f"),
-        },
-        key="examples_table",
-    )
+    score = st.column_config.NumberColumn("score", format="%.3f")
+    runs_table(example_rows(experiment, runs), "examples_table", score=score)

@@ -6,8 +6,9 @@ import datetime as dt
 
 import streamlit as st
 
-from studio.app.nav import trace_link, trace_page
+from studio.app.nav import trace_page
 from studio.app.settings import open_store
+from studio.app.widgets import runs_table
 from studio.viewer import PAGE_SIZE, day_filter, page_count, run_rows
 
 ANY = "(any)"
@@ -39,19 +40,8 @@ def render() -> None:
     if not runs:
         st.info("No runs yet. Run a flow with `flowstudio run FLOW` or from the Run page.")
         return
-    rows = run_rows(runs)
-    for row in rows:
-        row["run"] = trace_link(row["run"])
-    st.dataframe(
-        rows,
-        hide_index=True,
-        column_config={
-            "run": st.column_config.LinkColumn("run", display_text=r"run=(.+)$", help="Open the trace"),
-            "cost_usd": st.column_config.NumberColumn("cost $", format="%.6f"),
-            "seconds": st.column_config.NumberColumn("seconds", format="%.3f"),
-        },
-        key="runs_table",
-    )
+    seconds = st.column_config.NumberColumn("seconds", format="%.3f")
+    runs_table(run_rows(runs), "runs_table", seconds=seconds)
     labels = {r.run_id: f"{r.run_id} · {r.flow} · {r.status} · {r.started_at[:19].replace('T', ' ')}" for r in runs}
     chosen = st.selectbox("Open a run", list(labels), format_func=labels.__getitem__, key="runs_open")
     st.page_link(trace_page(), label="Open trace", icon=":material/arrow_forward:", query_params={"run": chosen})

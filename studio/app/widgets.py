@@ -53,3 +53,17 @@ def badge(status: str) -> str:
 def legend() -> None:
     """The colors of the graph, in words."""
     st.markdown(" ".join(badge(status) for status in _BADGES))
+
+
+def runs_table(rows: list[dict[str, Any]], key: str, **columns: Any) -> None:
+    """A table of runs whose `run` column links to each trace; `columns` adds column settings."""
+    from studio.app.nav import trace_link
+
+    for row in rows:
+        row["run"] = trace_link(row["run"])
+    settings = {
+        "run": st.column_config.LinkColumn("run", display_text=r"run=(.+)$", help="Open the trace"),
+        "cost_usd": st.column_config.NumberColumn("cost $", format="%.6f"),
+        **columns,
+    }
+    st.dataframe(rows, hide_index=True, column_config=settings, key=key)
