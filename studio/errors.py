@@ -24,7 +24,9 @@ class FlowError(Exception):
 
     def where(self) -> str:
         """`flow.yaml:12` plus the field path, as far as known."""
-        place = self.file or "<flow>"
+        if self.file is None:
+            return self.field or self.node or "input"
+        place = self.file
         if self.line is not None:
             place += f":{self.line}"
         if self.field:
