@@ -150,7 +150,6 @@ class _Shared:
     """Steps to take as done instead of running (resume) or to copy (rerun)."""
     copy_finished: bool = False
     supplied: dict[str, Any] = field(default_factory=dict)
-    waiting: list[str] = field(default_factory=list)
     summaries: list[StepSummary] = field(default_factory=list)
 
 
