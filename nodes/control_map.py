@@ -51,11 +51,19 @@ class Map(Node):
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         shared = dict(inputs.model_extra or {})
-        gate = asyncio.Semaphore(self.config.concurrency)
+        results: list[dict[str, Any]] = [{} for _ in inputs.items]
+        pending = iter(enumerate(inputs.items))
 
-        async def one(index: int, item: Any) -> dict[str, Any]:
-            async with gate:
-                return await ctx.call_flow(self.config.flow, {**shared, self.config.item: item}, str(index))
+        async def worker() -> None:
+            # `concurrency` workers share one iterator: memory stays bounded by the worker
+            # count, not the number of items (a map over 100,000 items starts 4 coroutines).
+            for index, item in pending:
+                results[index] = await ctx.call_flow(self.config.flow, {**shared, self.config.item: item}, str(index))
 
-        results = await asyncio.gather(*(one(i, item) for i, item in enumerate(inputs.items)))
-        return self.Outputs(results=list(results))
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.config.concurrency, len(inputs.items)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+        return self.Outputs(results=results)

@@ -37,6 +37,7 @@ CASES = [
     ("unknown-field.yaml", 7, "nodes.a.retries", "unknown field 'retries'"),
     ("bad-when.yaml", 7, "nodes.b.when", "'nope'"),
     ("missing-alias.yaml", 8, "nodes.a.model", "alias 'slow'"),
+    ("loop-unbounded.yaml", 7, "nodes.spin.config.max_iterations", "Field required"),
     ("bad-fallback.yaml", 6, "models.default.fallbacks.0", "fallback 'backup'"),
     ("bad-config.yaml", 10, "nodes.a.config.labels", "valid list"),
 ]

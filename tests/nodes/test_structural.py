@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from pathlib import Path
 
@@ -101,3 +102,37 @@ async def test_resume_skips_finished_map_items(tmp_path: Path) -> None:
     assert resumed.status == "succeeded" and resumed.outputs == {"rs": [{"r": "ok"}] * 3}
     calls = Counter(c.node for c in store.calls(failed.run_id))
     assert calls == {"m[0].g": 1, "m[1].g": 1, "m[2].g": 2}
+
+
+async def test_a_big_map_keeps_order_and_a_bounded_number_of_tasks() -> None:
+    """5,000 items at concurrency 16: results in input order, never more tasks than workers."""
+    text = """flowstudio: 1
+name: big-map
+inputs: {xs: {type: "list[int]"}}
+outputs: {rs: $m.results}
+nodes:
+  m:
+    type: control.map
+    inputs: {items: $inputs.xs}
+    config:
+      concurrency: 16
+      flow:
+        flowstudio: 1
+        name: one
+        inputs: {item: {type: int}}
+        outputs: {v: $t.text}
+        nodes:
+          t: {type: text.template, inputs: {i: $inputs.item}, config: {template: "{{ i }}"}}
+"""
+    most = 0
+
+    def watch(**_: object) -> None:
+        nonlocal most
+        most = max(most, len(asyncio.all_tasks()))
+
+    result = await Engine(MemoryStore(), hooks=[watch]).run(
+        compile_flow(load_flow_text(text)), {"xs": list(range(5000))}
+    )
+    assert result.status == "succeeded"
+    assert result.outputs == {"rs": [{"v": str(i)} for i in range(5000)]}
+    assert most <= 2 * 16 + 8  # a worker and its sub-run's node per slot, plus the run's own few
