@@ -31,8 +31,13 @@ typecheck: install
 test: install lint typecheck
 	$(BIN)/pytest
 
+# The quick figures of docs/benchmarks.md; the others have their own scripts in bench/.
 bench: install
-	$(BIN)/python bench/run_all.py
+	bash bench/setup_langgraph.sh
+	$(BIN)/python bench/engine_overhead.py
+	$(BIN)/python bench/cold_start.py
+	$(BIN)/python bench/embedded_model.py
+	$(BIN)/python bench/durable.py
 
 clean:
 	rm -rf $(VENV) .flowstudio .pytest_cache .mypy_cache .ruff_cache
