@@ -31,7 +31,8 @@ GOLDEN = {"final": "J", "side": "E"}
 NODES = "abcdefghij"
 
 
-def _ledger(path: Path) -> Counter[str]:
+def ledger_counts(path: Path) -> Counter[str]:
+    """Calls per node as the scripted model itself recorded them (outside the store)."""
     lines = path.read_text().splitlines() if path.exists() else []
     return Counter(json.loads(line)["prompt"].split()[1] for line in lines)
 
@@ -68,10 +69,10 @@ def trial(tmp: Path, number: int, rng: random.Random) -> dict[str, Any]:
     run_id = runs[0]["run_id"]
     trace = json.loads(_cli(env, "trace", run_id, "--json").stdout)
     done_before = {s["node"] for s in trace if s["status"] == "succeeded"}
-    calls_before = _ledger(ledger)
+    calls_before = ledger_counts(ledger)
     if runs[0]["status"] != "succeeded":
         _cli(env, "resume", run_id, "--json")
-    calls = _ledger(ledger)
+    calls = ledger_counts(ledger)
     trace_after = json.loads(_cli(env, "trace", run_id, "--json").stdout)
     succeeded_after = {s["node"] for s in trace_after if s["status"] == "succeeded"}
     row = sqlite3.connect(db).execute("SELECT outputs FROM runs WHERE run_id = ?", (run_id,)).fetchone()

@@ -35,6 +35,8 @@ class PlanNode:
     """Nodes whose outputs this node reads."""
     deps: frozenset[str]
     """Everything that must finish first: data wires, `when` names and `after`."""
+    when_deps: frozenset[str]
+    """Nodes the `when` guard reads."""
     when: str | None
     model: str | None
     retry: RetrySpec | None
@@ -142,7 +144,8 @@ class _Compiler:
         inputs = {name: parse_value(value) for name, value in spec.inputs.items()}
         self._check_inputs(node_id, node, inputs)
         data_deps = {r.node for r in refs_in(inputs) if r.node != FLOW_INPUTS}
-        deps = set(data_deps) | self._when_deps(node_id, spec.when) | self._after_deps(node_id, spec.after)
+        when_deps = self._when_deps(node_id, spec.when)
+        deps = set(data_deps) | when_deps | self._after_deps(node_id, spec.after)
         model = self._model(node_id, spec, node)
         return PlanNode(
             id=node_id,
@@ -151,6 +154,7 @@ class _Compiler:
             inputs=MappingProxyType(inputs),
             data_deps=frozenset(data_deps),
             deps=frozenset(deps),
+            when_deps=frozenset(when_deps),
             when=spec.when,
             model=model,
             retry=spec.retry,

@@ -232,8 +232,7 @@ class _Graph:
             return True
         if node.when is None:
             return False
-        when_nodes = templates.expression_names(node.when) - {FLOW_INPUTS}
-        if when_nodes and all(isinstance(self.results[n], _Skipped) for n in when_nodes):
+        if node.when_deps and all(isinstance(self.results[n], _Skipped) for n in node.when_deps):
             return True
         context: dict[str, Any] = {n: (None if isinstance(r, _Skipped) else r) for n, r in self.results.items()}
         context[FLOW_INPUTS] = self.inputs
@@ -411,8 +410,9 @@ class Engine:
             raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
         options = options or RunOptions.from_json(record.options)
         plan = compile_flow(self._same_flow(record), options.models)
-        finished = _latest(self.store.steps(run_id), {"succeeded", "skipped"})
-        supplied = _check_values(self.store.steps(run_id), values or {})
+        steps = self.store.steps(run_id)
+        finished = _latest(steps, {"succeeded", "skipped"})
+        supplied = _check_values(steps, values or {})
         for path, value in supplied.items():
             problem = plan.nodes[path].node.refuse_value(value) if path in plan.nodes else None
             if problem:
@@ -420,7 +420,7 @@ class Engine:
         tools = self.check_models(plan)
         self.store.set_status(run_id, "running")
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps, record.cost_usd, record.tokens)
-        budget.steps = sum(1 for s in self.store.steps(run_id) if s.status in ("succeeded", "failed"))
+        budget.steps = sum(1 for s in steps if s.status in ("succeeded", "failed"))
         shared = _Shared(self, record, options, budget, finished, supplied=supplied)
         return await self._execute(shared, plan, tools)
 

@@ -28,11 +28,11 @@ import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 from studio.errors import InputError
+from studio.plugins import plugins
 
 GROUP = "flowstudio.metrics"
 MetricFn = Callable[[dict[str, Any], dict[str, Any]], float | Awaitable[float]]
@@ -243,7 +243,7 @@ def resolve_metric(
         if name == "llm_judge":
             return Metric(name, _judge(plan, judge, rubric))
         return Metric(name, PairMetric(BUILTIN[name], dict(expect)))
-    found = {ep.name: ep for ep in entry_points(group=GROUP)}
+    found = plugins(GROUP)
     if name in found:
         return Metric(name, _callable(found[name].load(), name))
     if ":" in name:

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import difflib
-from functools import cache, lru_cache
-from importlib.metadata import entry_points
+from functools import cache
 
 from studio.node import Node
+from studio.plugins import plugins
 
 GROUP = "flowstudio.nodes"
 _extra: dict[str, type[Node]] = {}
 
 
-@lru_cache(maxsize=1)
-def _entry_points() -> dict[str, object]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
-
-
 def keys() -> list[str]:
     """Every registered node type key, sorted."""
-    return sorted(set(_entry_points()) | set(_extra))
+    return sorted(set(plugins(GROUP)) | set(_extra))
 
 
 def register(key: str, node_type: type[Node]) -> None:
@@ -29,7 +24,7 @@ def register(key: str, node_type: type[Node]) -> None:
 
 @cache
 def _load(key: str) -> type[Node]:
-    node_type = _entry_points()[key].load()  # type: ignore[attr-defined]
+    node_type = plugins(GROUP)[key].load()
     if not (isinstance(node_type, type) and issubclass(node_type, Node)):
         raise TypeError(f"entry point {key!r} does not name a Node subclass")
     return node_type
@@ -39,7 +34,7 @@ def get(key: str) -> type[Node] | None:
     """The node type for `key`, or None when nothing is registered under it."""
     if key in _extra:
         return _extra[key]
-    if key in _entry_points():
+    if key in plugins(GROUP):
         return _load(key)
     return None
 

@@ -13,13 +13,13 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
-from importlib.metadata import EntryPoint, entry_points
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from studio.errors import CompileError
+from studio.plugins import plugins
 
 if TYPE_CHECKING:
     from studio.spec import Flow
@@ -29,20 +29,15 @@ ALLOW_ENV = "FLOWSTUDIO_TOOL_MODULES"
 """Comma-separated modules (and their submodules) a flow's `tools:` may name besides its own files."""
 
 
-@lru_cache(maxsize=1)
-def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
-
-
 def registered_names() -> list[str]:
     """Names of the tools installed through entry points, sorted."""
-    return sorted(_entry_points())
+    return sorted(plugins(GROUP))
 
 
 @cache
 def registered_tool(name: str) -> Callable[..., Any] | None:
     """The entry-point tool `name` (imported on first use), or None."""
-    entry = _entry_points().get(name)
+    entry = plugins(GROUP).get(name)
     if entry is None:
         return None
     tool = entry.load()

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sqlite3
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,13 +16,7 @@ from studio.models.scripted import LEDGER_ENV
 from tests.conftest import CLI, FIXTURES, FLOWSTUDIO, ROOT
 
 DRILL_GOLDEN = crash_drill.GOLDEN
-
-
-def ledger_counts(path: Path) -> Counter[str]:
-    """Calls per node as the scripted model itself recorded them (outside the store)."""
-    if not path.exists():
-        return Counter()
-    return Counter(json.loads(line)["prompt"].split()[1] for line in path.read_text().splitlines())
+ledger_counts = crash_drill.ledger_counts
 
 
 def steps_of(cli: CLI, run_id: str) -> list[dict[str, object]]:
