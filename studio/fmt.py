@@ -50,3 +50,27 @@ def format_text(text: str) -> str:
     out = io.StringIO()
     yaml.dump(document, out)
     return out.getvalue()
+
+
+def yaml_value(value: Any) -> Any:
+    """A value ruamel writes readably: block-style mappings, multi-line strings as literal blocks."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    if isinstance(value, str) and "\n" in value.strip("\n"):
+        return LiteralScalarString(value)
+    if isinstance(value, dict):
+        mapping = CommentedMap()
+        for key, item in value.items():
+            mapping[key] = yaml_value(item)
+        return mapping
+    if isinstance(value, list):
+        return CommentedSeq([yaml_value(item) for item in value])
+    return value
+
+
+def dump(document: Any) -> str:
+    """The text of a round-trip document, in the project's layout."""
+    out = io.StringIO()
+    round_trip_yaml().dump(document, out)
+    return out.getvalue()

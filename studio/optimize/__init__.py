@@ -1,4 +1,4 @@
-"""The optimizer: search a flow's prompts, demos, form, strategy and models against a metric.
+"""The optimizer: search a flow's prompts, demos, form, strategy, models and nodes against a metric.
 
 `prepare(options)` checks the input (no model call); `optimize(prepared, store)` searches
 within the budget and writes the optimized flow and its report. See `options` and

@@ -9,13 +9,12 @@ survive and the diff against the input shows only what the optimizer changed.
 from __future__ import annotations
 
 import hashlib
-import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from studio.compiler import Plan, compile_flow
-from studio.fmt import round_trip_yaml
+from studio.fmt import dump, round_trip_yaml, yaml_value
 from studio.refs import FLOW_INPUTS, Ref, parse_value
 from studio.spec import Flow, load_flow_text
 
@@ -36,7 +35,7 @@ class Candidate:
     move: str
     """What this candidate changed relative to its parent, in words."""
     kind: str = "baseline"
-    """The move's kind: baseline, demos, instructions, format, form, strategy, model, temperature."""
+    """The move's kind: baseline, demos, instructions, format, form, strategy, model, temperature, topology."""
     parent: str | None = None
     changes: list[str] = field(default_factory=list)
     """Every move from the input flow to this candidate, its ancestors' first."""
@@ -155,33 +154,23 @@ def feeds_output(flow: Flow, node: TunableNode, output: str) -> bool:
     return bool(wires) and all(isinstance(w, Ref) and w.node == node.id and w.port == node.port for w in wires)
 
 
-def _plain(value: Any) -> Any:
-    """A value ruamel writes readably: block style, multi-line strings as literal blocks."""
-    from ruamel.yaml.comments import CommentedMap, CommentedSeq
-    from ruamel.yaml.scalarstring import LiteralScalarString
-
-    if isinstance(value, str) and "\n" in value.strip("\n"):
-        return LiteralScalarString(value)
-    if isinstance(value, dict):
-        mapping = CommentedMap()
-        for key, item in value.items():
-            mapping[key] = _plain(item)
-        return mapping
-    if isinstance(value, list):
-        return CommentedSeq([_plain(item) for item in value])
-    return value
-
-
 REMOVE = object()
 """An edit value that deletes the key (back to the node type's default)."""
+
+
+def combined(edits: Mapping[Path, Any], more: Mapping[Path, Any]) -> dict[Path, Any]:
+    """`more` on top of `edits`: its values win, and where it removes a key (a node), the earlier
+    edits beneath that key go too, rather than bring back part of what was removed."""
+    removed = [path for path, value in more.items() if value is REMOVE]
+    kept = {p: v for p, v in edits.items() if not any(len(p) > len(r) and p[: len(r)] == r for r in removed)}
+    return {**kept, **more}
 
 
 def render(base_text: str, edits: Mapping[Path, Any]) -> str:
     """The base flow text with `edits` applied; untouched parts keep their comments and layout."""
     from ruamel.yaml.comments import CommentedMap
 
-    yaml = round_trip_yaml()
-    document = yaml.load(base_text)
+    document = round_trip_yaml().load(base_text)
     for path, value in sorted(edits.items()):
         parent = document
         for key in path[:-1]:
@@ -193,10 +182,8 @@ def render(base_text: str, edits: Mapping[Path, Any]) -> str:
         if value is REMOVE:
             parent.pop(path[-1], None)
         else:
-            parent[path[-1]] = _plain(value)
-    out = io.StringIO()
-    yaml.dump(document, out)
-    return out.getvalue()
+            parent[path[-1]] = yaml_value(value)
+    return dump(document)
 
 
 def build(candidate: Candidate, base: Flow, models: Mapping[str, str]) -> Candidate:

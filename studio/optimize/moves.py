@@ -3,14 +3,14 @@
 Per tunable node: demos (how many, which, in what order; bootstrapped or labelled), instructions
 (the rewrite library and the proposer's), the output format (label list, stop sequence), the
 prompt form (chat or completion), the strategy, and the model alias; per model alias, its
-temperature. Moves of different kinds are interleaved, so a round with a small width still
+temperature; for the graph, adding or removing a node (see `topology`). Moves of different kinds are interleaved, so a round with a small width still
 tries a bit of everything.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
@@ -19,8 +19,9 @@ from studio.optimize.candidates import REMOVE, Path, TunableNode
 from studio.optimize.demos import pick
 from studio.optimize.proposers import Rewrite
 
-KINDS = ("demos", "instructions", "format", "form", "model", "strategy", "temperature")
-"""Interleaving order: cheap, often decisive moves first; extra calls (strategy) and sampling noise last."""
+KINDS = ("demos", "instructions", "format", "form", "model", "strategy", "temperature", "topology")
+"""Interleaving order: cheap, often decisive moves first; extra calls (strategy), sampling noise and
+changes to the graph last."""
 DEMO_SIZES = (2, 4, 8)
 STRATEGIES: tuple[tuple[str, int], ...] = (("ensemble", 3), ("reasoning", 1), ("reflect", 1))
 
@@ -123,9 +124,15 @@ def temperature_moves(alias: str, current: float | None) -> list[Move]:
 
 
 def round_moves(
-    nodes: list[NodeMoves], aliases: list[str], temperatures: Mapping[str, float | None], rng: random.Random
+    nodes: list[NodeMoves],
+    aliases: list[str],
+    temperatures: Mapping[str, float | None],
+    rng: random.Random,
+    *,
+    topology: Sequence[Move] = (),
 ) -> list[Move]:
-    """Every move from the current best, interleaved across kinds and nodes."""
+    """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
+    graph's add and remove moves (`topology.topology_moves`)."""
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
     for nm in nodes:
         for move in [
@@ -138,5 +145,6 @@ def round_moves(
             by_kind[move.kind].append(move)
     for alias in sorted({nm.model for nm in nodes}):
         by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
+    by_kind["topology"].extend(topology)
     interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
     return [move for group in interleaved for move in group if move is not None]

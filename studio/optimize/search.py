@@ -28,12 +28,13 @@ from studio.compiler import Plan
 from studio.datasets import Dataset
 from studio.errors import FlowError
 from studio.optimize import demos as demo_pools
-from studio.optimize.candidates import Candidate, TunableNode, build, feeds_output, tunable_nodes
+from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
 from studio.optimize.demos import Trace
 from studio.optimize.evaluate import BudgetSpent, Evaluator
 from studio.optimize.meter import Meter
 from studio.optimize.moves import Move, NodeMoves, round_moves
 from studio.optimize.proposers import Rewrite, library, proposed
+from studio.optimize.topology import topology_moves
 from studio.spec import Flow
 
 Progress = Callable[..., None]
@@ -287,8 +288,11 @@ class Search:
         """Whether the candidate sent the best's prompts (a move without effect, dropped at once).
 
         One example may differ: a freshly compiled classify node asks its calibration calls
-        during its first example, which need not be the one where the best asked them.
+        during its first example, which need not be the one where the best asked them. A topology
+        move can change the outputs without changing a prompt (a tidy step), so it is never dropped.
         """
+        if candidate.kind == "topology":
+            return False
         differ = sum(candidate.requests.get(i) != self.best.requests.get(i) for i in subset)
         return len(subset) >= 3 and differ <= 1
 
@@ -298,6 +302,8 @@ class Search:
         assert self.best.plan is not None
         nodes = []
         for node in tunable_nodes(self.flow):
+            if node.id not in self.best.plan.nodes:
+                continue  # a topology move removed it
             config = self.best.plan.nodes[node.id].node.config.model_dump()
             rewrites = library(node, self._expected(node), config)
             rewrites += await self._proposals(node, config, number)
@@ -313,7 +319,7 @@ class Search:
             )
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
-        return round_moves(nodes, aliases, temperatures, self.rng)
+        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology_moves(self.best.plan))
 
     async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:
         if self.propose is None or not self.traces or not self.affordable(self.settings.proposals):
@@ -331,7 +337,7 @@ class Search:
     def _candidate(self, move: Move, number: int) -> Candidate | None:
         candidate = Candidate(
             f"c{len(self.candidates)}",
-            {**self.best.edits, **move.edits},
+            combined(self.best.edits, move.edits),
             move.label,
             kind=move.kind,
             parent=self.best.id,

@@ -1,0 +1,223 @@
+"""One editing session: the flow, its layout and history, and the canvas's events applied to them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from studio.editor.canvas import canvas_edges, canvas_nodes, palette
+from studio.editor.document import EditableFlow, edges
+from studio.editor.history import History, Snapshot
+from studio.editor.layout import (
+    INPUTS,
+    OUTPUTS,
+    Layout,
+    auto_layout,
+    free_spot,
+    read_sidecar,
+    sidecar_path,
+    sidecar_text,
+)
+from studio.editor.problems import Problem, check
+from studio.errors import FlowError
+
+
+@dataclass(frozen=True)
+class Message:
+    """A line shown on the canvas: a refused connection, a saved file."""
+
+    level: str
+    """`error` or `info`."""
+    text: str
+
+
+def _write(path: Path, text: str) -> None:
+    """Write through a temporary file and a rename, so a crash never leaves half a flow."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    with temporary.open("w", encoding="utf-8", newline="") as out:
+        out.write(text)
+        out.flush()
+        os.fsync(out.fileno())
+    temporary.replace(path)
+
+
+class Editor:
+    """The flow under edit; `apply` takes the canvas component's events."""
+
+    def __init__(self, path: Path, text: str | None = None) -> None:
+        self.path = path
+        self.saved_text = path.read_text(encoding="utf-8") if text is None and path.exists() else (text or "")
+        self.flow = EditableFlow(self.saved_text, path)
+        self.layout: Layout = read_sidecar(path)
+        self._place_missing(everything=not self.layout)
+        self.saved_layout = dict(self.layout)
+        """As on disk, or as laid out automatically where there is no sidecar yet."""
+        self.history = History(self._snapshot())
+        self.selected: str | None = None
+        self.message: Message | None = None
+        self.version = 1
+        self.session: str | None = None
+        self.ack = 0
+        self.problems: list[Problem] = check(self.flow.text, path)[1]
+
+    # -- state -------------------------------------------------------------------------------
+
+    def _snapshot(self) -> Snapshot:
+        return Snapshot.of(self.flow.text, self.layout)
+
+    def _place_missing(self, *, everything: bool = False) -> None:
+        ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
+        if everything:
+            graph = [(a, b) for a, _, b, _ in edges(self.flow)]
+            self.layout = auto_layout(ids, graph)
+            return
+        for node_id in ids:
+            if node_id not in self.layout:
+                self.layout[node_id] = free_spot(self.layout)
+        for node_id in [n for n in self.layout if n not in ids]:
+            del self.layout[node_id]
+
+    def _changed(self, message: Message | None = None) -> None:
+        """After an edit: drop positions of deleted nodes, revalidate, remember, redraw."""
+        self._place_missing()
+        self.problems = check(self.flow.text, self.path)[1]
+        self.history.push(self._snapshot())
+        self.message = message
+        self.version += 1
+
+    @property
+    def dirty(self) -> bool:
+        """Whether saving would write something."""
+        return self.flow.text != self.saved_text or self.layout != self.saved_layout
+
+    # -- canvas events -----------------------------------------------------------------------
+
+    def apply_events(self, value: Mapping[str, Any] | None) -> bool:
+        """Apply the component's queued events that are new; True when something was applied."""
+        if not value:
+            return False
+        if value.get("session") != self.session:
+            self.session, self.ack = value.get("session"), 0
+        applied = False
+        for event in value.get("events") or []:
+            if int(event.get("seq", 0)) <= self.ack:
+                continue
+            self.ack = int(event["seq"])
+            self.apply(event)
+            applied = True
+        return applied
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """One canvas event: add_node, connect, delete, move, select, undo, redo."""
+        kind = event.get("kind")
+        if kind == "add_node":
+            self.add_node(str(event["type"]), (float(event.get("x", 0)), float(event.get("y", 0))))
+        elif kind == "connect":
+            self.connect(
+                str(event["source"]), str(event["sourceHandle"]), str(event["target"]), str(event["targetHandle"])
+            )
+        elif kind == "delete":
+            self.delete([str(n) for n in event.get("nodes") or []], [str(e) for e in event.get("edges") or []])
+        elif kind == "move":
+            self.move({str(k): (float(v["x"]), float(v["y"])) for k, v in dict(event.get("positions") or {}).items()})
+        elif kind == "select":
+            self.selected = str(event["node"]) if event.get("node") else None
+        elif kind in ("undo", "redo"):
+            self.undo() if kind == "undo" else self.redo()
+
+    def add_node(self, node_type: str, position: tuple[float, float] | None = None) -> str:
+        node_id = self.flow.add_node(node_type)
+        self.layout[node_id] = position or free_spot(self.layout)
+        self.selected = node_id
+        self._changed(Message("info", f"added {node_id} ({node_type})"))
+        return node_id
+
+    def connect(self, source: str, source_port: str, target: str, target_port: str) -> bool:
+        refused = self.flow.connect(source, source_port, target, target_port)
+        if refused:
+            self.message = Message("error", refused)
+            self.version += 1
+            return False
+        self._changed()
+        return True
+
+    def delete(self, nodes: list[str], edges: list[str]) -> None:
+        removable = [n for n in nodes if n not in (INPUTS, OUTPUTS)]
+        self.flow.delete(removable, edges)
+        if self.selected in removable:
+            self.selected = None
+        self._changed()
+
+    def move(self, positions: Mapping[str, tuple[float, float]]) -> None:
+        """Only the layout changes: the flow file stays as it is."""
+        self.layout.update({k: v for k, v in positions.items() if k in self.layout})
+        self.history.push(self._snapshot())
+
+    def edit_config(self, node_id: str, changes: Mapping[str, Any]) -> None:
+        self.flow.set_config(node_id, changes)
+        self._changed()
+
+    def edit_field(self, node_id: str, key: str, value: Any) -> None:
+        self.flow.set_field(node_id, key, value)
+        self._changed()
+
+    def replace_text(self, text: str) -> None:
+        """The YAML tab's text becomes the flow (raises FlowError when it is not acceptable YAML)."""
+        if text == self.flow.text:
+            return
+        self.flow.load(text)
+        self._changed()
+
+    def undo(self) -> None:
+        self._restore(self.history.undo())
+
+    def redo(self) -> None:
+        self._restore(self.history.redo())
+
+    def _restore(self, snapshot: Snapshot | None) -> None:
+        if snapshot is None:
+            return
+        self.flow.load(snapshot.text)
+        self.layout = dict(snapshot.layout)
+        self.problems = check(self.flow.text, self.path)[1]
+        self.message = None
+        self.version += 1
+
+    # -- saving ------------------------------------------------------------------------------
+
+    def save(self) -> list[Path]:
+        """Write the flow file (when its text changed) and the layout sidecar; returns what was written."""
+        written = []
+        if self.flow.text != self.saved_text or not self.path.exists():
+            _write(self.path, self.flow.text)
+            written.append(self.path)
+        sidecar = sidecar_path(self.path)
+        if self.layout != self.saved_layout or not sidecar.exists():
+            _write(sidecar, sidecar_text(self.path.stem, self.layout))
+            written.append(sidecar)
+        self.saved_text, self.saved_layout = self.flow.text, dict(self.layout)
+        self.message = Message("info", "saved " + ", ".join(p.name for p in written) if written else "nothing to save")
+        return written
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def graph(self, status: Mapping[str, str] | None = None, *, fit: bool = False) -> dict[str, Any]:
+        """The component's `graph` argument."""
+        return {
+            "nodes": canvas_nodes(self.flow, self.layout, self.problems, status or {}),
+            "edges": canvas_edges(self.flow),
+            "palette": palette(),
+            "selected": self.selected,
+            "message": {"level": self.message.level, "text": self.message.text} if self.message else None,
+            "version": self.version,
+            "ack": self.ack,
+            "can_undo": self.history.can_undo,
+            "can_redo": self.history.can_redo,
+            "fit": fit,
+        }
+
+
+__all__ = ["Editor", "FlowError", "Message"]

@@ -1,0 +1,120 @@
+"""The inspector's form, described from a node type's Config model (no Streamlit here).
+
+Each Config field becomes one widget: its docstring is the help text, its annotation picks
+the widget, and only fields whose value differs from what the file says (or from the default,
+for a field the file leaves out) are written back.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from pydantic.fields import FieldInfo
+
+from studio import registry
+from studio.errors import FlowError
+from studio.loader import loads
+
+LONG = {"prompt", "template", "system", "instructions", "code", "until", "body"}
+"""String fields edited in a text area."""
+Widget = typing.Literal["text", "area", "bool", "int", "float", "choice", "yaml"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One inspector widget."""
+
+    key: str
+    """The key in the flow file (a field's alias where it has one)."""
+    widget: Widget
+    help: str
+    default: Any
+    required: bool
+    choices: tuple[str, ...] = ()
+    optional: bool = False
+    """Whether the value may be left empty (removed from the file)."""
+
+
+def _plain_annotation(annotation: Any) -> tuple[Any, bool]:
+    """The annotation without `| None`, and whether None was part of it."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(members) < len(typing.get_args(annotation))
+        return (members[0] if len(members) == 1 else annotation), optional
+    return annotation, False
+
+
+def _widget(name: str, annotation: Any) -> tuple[Widget, tuple[str, ...]]:
+    if typing.get_origin(annotation) is typing.Literal:
+        return "choice", tuple(str(a) for a in typing.get_args(annotation))
+    simple: dict[Any, Widget] = {bool: "bool", int: "int", float: "float"}
+    if annotation is str:
+        return ("area" if name in LONG else "text"), ()
+    return simple.get(annotation, "yaml"), ()
+
+
+def _field(name: str, info: FieldInfo) -> Field:
+    annotation, optional = _plain_annotation(info.annotation)
+    widget, choices = _widget(name, annotation)
+    default = None if info.is_required() else info.get_default(call_default_factory=True)
+    return Field(
+        key=info.alias or name,
+        widget=widget,
+        help=(info.description or "").strip(),
+        default=default,
+        required=info.is_required(),
+        choices=choices,
+        optional=optional,
+    )
+
+
+def config_fields(node_type: str) -> list[Field]:
+    """The widgets for a node type's Config, in declaration order (empty for an unknown type)."""
+    cls = registry.get(node_type)
+    if cls is None:
+        return []
+    return [_field(name, info) for name, info in cls.Config.model_fields.items()]
+
+
+def shown(field: Field, config: dict[str, Any]) -> Any:
+    """The value a widget starts with: the file's, else the default; YAML fields as text."""
+    value = config.get(field.key, field.default)
+    if field.widget == "yaml":
+        return (
+            "" if value is None else yaml.safe_dump(value, sort_keys=False, default_flow_style=None, width=4096).strip()
+        )
+    if field.widget in ("text", "area"):
+        return "" if value is None else str(value)
+    return value
+
+
+def parse(field: Field, value: Any) -> Any:
+    """A submitted widget value as the config value; raises FlowError naming the field."""
+    if field.widget == "yaml":
+        text = str(value).strip()
+        return loads(text, file=f"config.{field.key}").data if text else None
+    if field.widget in ("text", "area") and value == "" and (field.optional or field.default is None):
+        return None
+    return value
+
+
+def changes(fields: list[Field], config: dict[str, Any], submitted: dict[str, Any]) -> dict[str, Any]:
+    """Config edits (None: remove the key) for what the person changed; raises FlowError."""
+    edits: dict[str, Any] = {}
+    for field in fields:
+        if field.key not in submitted:
+            continue
+        try:
+            value = parse(field, submitted[field.key])
+        except FlowError as err:
+            raise FlowError(err.message, field=f"config.{field.key}", line=err.line) from None
+        if field.key in config:
+            if value != config[field.key]:
+                edits[field.key] = value
+        elif value is not None and value != field.default:
+            edits[field.key] = value
+    return edits

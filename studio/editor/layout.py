@@ -1,0 +1,112 @@
+"""Node positions on the canvas: the `NAME.layout.yaml` sidecar, and a layout when there is none.
+
+The sidecar keeps positions out of the flow file, so moving a node never shows up in a
+review of the flow. Without one, graphviz's `dot` lays the graph out left to right.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import yaml
+
+from studio.errors import FlowError
+from studio.loader import loads
+
+INPUTS = "$inputs"
+OUTPUTS = "$outputs"
+"""Canvas ids of the flow's inputs and outputs (never valid node ids, so they cannot clash)."""
+SPACING = (260.0, 140.0)
+"""Horizontal and vertical distance between auto-placed nodes, in canvas pixels."""
+DOT_SCALE = 1.6
+"""Canvas pixels per graphviz point."""
+
+Position = tuple[float, float]
+Layout = dict[str, Position]
+
+
+def sidecar_path(flow_path: Path) -> Path:
+    """`flows/NAME.yaml` → `flows/NAME.layout.yaml`."""
+    return flow_path.with_name(f"{flow_path.stem}.layout.yaml")
+
+
+def read_sidecar(flow_path: Path) -> Layout:
+    """Positions saved next to the flow; empty when there is no sidecar (raises FlowError when it is broken)."""
+    path = sidecar_path(flow_path)
+    if not path.exists():
+        return {}
+    data = loads(path.read_text(encoding="utf-8"), file=str(path)).data
+    nodes = data.get("nodes") if isinstance(data, dict) else None
+    if not isinstance(nodes, dict):
+        raise FlowError("a layout file needs a `nodes:` mapping of id → {x, y}", file=str(path), line=1)
+    layout: Layout = {}
+    for node_id, point in nodes.items():
+        if isinstance(point, dict) and all(isinstance(point.get(k), (int, float)) for k in ("x", "y")):
+            layout[str(node_id)] = (float(point["x"]), float(point["y"]))
+    return layout
+
+
+def sidecar_text(flow_name: str, layout: Mapping[str, Position]) -> str:
+    """The sidecar's text: a comment naming the flow, then positions in a stable order."""
+    nodes = {node_id: {"x": round(x, 1), "y": round(y, 1)} for node_id, (x, y) in layout.items()}
+    body = yaml.safe_dump({"nodes": nodes}, sort_keys=False, default_flow_style=None, width=4096)
+    return f"# Canvas positions for {flow_name}.yaml, written by the flowstudio editor.\n{body}"
+
+
+def auto_layout(ids: Iterable[str], edges: Iterable[tuple[str, str]]) -> Layout:
+    """Positions for every id, left to right along the edges (graphviz `dot`, else columns by depth)."""
+    ids = list(ids)
+    edges = [(a, b) for a, b in edges if a in ids and b in ids]
+    try:
+        return _dot_layout(ids, edges)
+    except Exception:  # no dot binary, or a graph dot refuses: fall back to columns
+        return _layered_layout(ids, edges)
+
+
+def _dot_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:
+    import graphviz
+
+    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.6", "ranksep": "1.2"})
+    names = {node_id: f"n{i}" for i, node_id in enumerate(ids)}
+    for node_id in ids:
+        graph.node(names[node_id], shape="box", width="2", height="0.9", fixedsize="true")
+    for a, b in edges:
+        graph.edge(names[a], names[b])
+    placed = json.loads(graph.pipe(format="json"))
+    height = float(placed["bb"].split(",")[3])
+    by_name = {obj["name"]: obj for obj in placed.get("objects", [])}
+    layout: Layout = {}
+    for node_id in ids:
+        x, y = (float(v) for v in by_name[names[node_id]]["pos"].split(","))
+        layout[node_id] = (round(x * DOT_SCALE, 1), round((height - y) * DOT_SCALE, 1))
+    return layout
+
+
+def _layered_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:
+    depth = dict.fromkeys(ids, 0)
+    for _ in ids:  # longest path from a source; bounded, so a cycle cannot loop forever
+        changed = False
+        for a, b in edges:
+            if depth[b] < depth[a] + 1 <= len(ids):
+                depth[b], changed = depth[a] + 1, True
+        if not changed:
+            break
+    rows: dict[int, int] = {}
+    layout: Layout = {}
+    for node_id in ids:
+        column = depth[node_id]
+        row = rows.get(column, 0)
+        rows[column] = row + 1
+        layout[node_id] = (column * SPACING[0], row * SPACING[1])
+    return layout
+
+
+def free_spot(layout: Mapping[str, Position]) -> Position:
+    """Where a node added from the palette goes: right of everything, level with the top."""
+    if not layout:
+        return (0.0, 0.0)
+    right = max(x for x, _ in layout.values())
+    top = min(y for _, y in layout.values())
+    return (right + SPACING[0], top)

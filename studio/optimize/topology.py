@@ -1,0 +1,152 @@
+"""Topology moves: add or remove a node from a small operator set (the AFlow / MASS idea).
+
+They are made from the current best flow's plan, so a node an earlier move added can go again
+and one it removed is not offered:
+
+- remove: a `text.template` or `llm.generate` node with exactly one wire in, whose output has
+  that wire's type; its consumers and the flow outputs read the wire instead. Never the last
+  model node, a node under a `when` guard, or one another node names in `when` or `after`.
+- tidy: after an `llm.generate` node a flow output reads, a `text.template` that keeps the first
+  non-empty line of the answer, trimmed; the output reads it. No model call.
+- answer: after such a node, an `llm.generate` in completion form that reads the node's prompt
+  and its draft and writes the final answer only (AFlow's format operator): one call more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from studio.compiler import Plan
+from studio.optimize.candidates import REMOVE, Path
+from studio.optimize.moves import Move
+from studio.refs import FLOW_INPUTS, Ref, refs_in
+from studio.types import PortType
+
+REMOVABLE = ("text.template", "llm.generate")
+TIDY = "{{ text.strip().split('\\n')[0].strip() }}"
+"""The first non-empty line, trimmed (sandboxed Jinja2)."""
+DRAFT = "draft"
+"""The input an added answer node reads the draft from."""
+ANSWER_SUFFIX = "_answer"
+
+
+def topology_moves(plan: Plan) -> list[Move]:
+    """Every add and remove move on the flow `plan` was compiled from: tidy first (free), then
+    remove (cheaper), then answer (one call more)."""
+    return [*tidy_moves(plan), *remove_moves(plan), *answer_moves(plan)]
+
+
+def _rewire(value: Any, old: str, new: str) -> Any:
+    """The raw value with every reference `old` replaced by `new` (inside lists and mappings too)."""
+    if isinstance(value, str):
+        return new if value == old else value
+    if isinstance(value, list):
+        return [_rewire(v, old, new) for v in value]
+    if isinstance(value, dict):
+        return {k: _rewire(v, old, new) for k, v in value.items()}
+    return value
+
+
+def _rewired(plan: Plan, old: str, new: str, *, consumers: bool) -> dict[Path, Any]:
+    """Edits that make the flow outputs (and the nodes' inputs, when `consumers`) read `new` for `old`."""
+    edits: dict[Path, Any] = {}
+    for name, value in plan.flow.spec.outputs.items():
+        if (changed := _rewire(value, old, new)) != value:
+            edits["outputs", name] = changed
+    for node_id, spec in plan.flow.spec.nodes.items() if consumers else ():
+        for name, value in spec.inputs.items():
+            if (changed := _rewire(value, old, new)) != value:
+                edits["nodes", node_id, "inputs", name] = changed
+    return edits
+
+
+def _type(plan: Plan, ref: Ref) -> PortType | None:
+    if ref.node == FLOW_INPUTS:
+        return plan.input_types.get(ref.port)
+    planned = plan.nodes.get(ref.node)
+    return None if planned is None else planned.node.output_ports().get(ref.port)
+
+
+def remove_moves(plan: Plan) -> list[Move]:
+    """Remove a pass-through-shaped node; whatever read it reads its one input wire instead."""
+    model_nodes = sum(1 for planned in plan.nodes.values() if planned.node.uses_model)
+    named = {n for planned in plan.nodes.values() for n in planned.when_deps}
+    named |= {n for spec in plan.flow.spec.nodes.values() for n in spec.after}
+    moves = []
+    for node_id, spec in plan.flow.spec.nodes.items():
+        planned = plan.nodes[node_id]
+        if spec.type not in REMOVABLE or spec.when is not None or node_id in named:
+            continue
+        if planned.node.uses_model and model_nodes == 1:
+            continue
+        wires = refs_in(dict(planned.inputs))
+        ports = planned.node.output_ports()
+        if len(wires) != 1 or len(ports) != 1:
+            continue
+        (wire,) = wires
+        (port, port_type) = next(iter(ports.items()))
+        if _type(plan, wire) != port_type:
+            continue
+        edits: dict[Path, Any] = {("nodes", node_id): REMOVE}
+        edits.update(_rewired(plan, str(Ref(node_id, port)), str(wire), consumers=True))
+        moves.append(Move("topology", node_id, f"remove the node (read {wire} instead)", edits))
+    return moves
+
+
+def _answering(plan: Plan) -> list[str]:
+    """`llm.generate` nodes whose answer a flow output reads directly, in file order."""
+    read = {value for value in plan.outputs.values() if isinstance(value, Ref)}
+    return [
+        node_id
+        for node_id, spec in plan.flow.spec.nodes.items()
+        if spec.type == "llm.generate" and Ref(node_id, "text") in read
+    ]
+
+
+def tidy_moves(plan: Plan) -> list[Move]:
+    """A `text.template` after an answering node that keeps the first non-empty line of its answer."""
+    moves = []
+    for node_id in _answering(plan):
+        tidy = f"{node_id}_tidy"
+        if tidy in plan.nodes:
+            continue
+        node = {
+            "type": "text.template",
+            "description": "The first non-empty line of the answer, trimmed (added by the optimizer).",
+            "inputs": {"text": str(Ref(node_id, "text"))},
+            "config": {"template": TIDY},
+        }
+        edits: dict[Path, Any] = {("nodes", tidy): node}
+        edits.update(_rewired(plan, str(Ref(node_id, "text")), str(Ref(tidy, "text")), consumers=False))
+        moves.append(Move("topology", node_id, f"add {tidy} (the first line of the answer)", edits))
+    return moves
+
+
+def answer_moves(plan: Plan) -> list[Move]:
+    """An `llm.generate` after an answering node that reads its draft and writes the final answer only."""
+    moves = []
+    for node_id in _answering(plan):
+        spec = plan.flow.spec.nodes[node_id]
+        answer = f"{node_id}{ANSWER_SUFFIX}"
+        if node_id.endswith(ANSWER_SUFFIX) or answer in plan.nodes or DRAFT in spec.inputs:
+            continue
+        prompt = str(spec.config.get("prompt", "")).rstrip()
+        config: dict[str, Any] = {"form": "completion"}
+        if spec.config.get("instructions"):
+            config["instructions"] = spec.config["instructions"]
+        config["prompt"] = f"{prompt}\nDraft: {{{{ {DRAFT} }}}}\nFinal answer:"
+        config["stop"] = ["\n"]
+        node: dict[str, Any] = {
+            "type": "llm.generate",
+            "description": "Reads the draft answer and writes the final answer only (added by the optimizer).",
+        }
+        if spec.model is not None:
+            node["model"] = spec.model
+        if spec.when is not None:
+            node["when"] = spec.when
+        node["inputs"] = {**spec.inputs, DRAFT: str(Ref(node_id, "text"))}
+        node["config"] = config
+        edits: dict[Path, Any] = {("nodes", answer): node}
+        edits.update(_rewired(plan, str(Ref(node_id, "text")), str(Ref(answer, "text")), consumers=False))
+        moves.append(Move("topology", node_id, f"add {answer} (a call that writes the final answer)", edits))
+    return moves

@@ -1,0 +1,293 @@
+"""Topology moves: removing a node rewires what read it, tidy and answer nodes feed the outputs,
+and the search keeps a changed graph when it scores better."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from studio.compiler import Plan, compile_flow
+from studio.errors import FlowError
+from studio.optimize import OptimizeOptions, prepare
+from studio.optimize.candidates import Candidate, build, combined, render
+from studio.optimize.meter import Meter
+from studio.optimize.moves import Move
+from studio.optimize.optimization import Optimization
+from studio.optimize.search import Search, Settings, calls_per_example
+from studio.optimize.topology import TIDY, answer_moves, remove_moves, tidy_moves, topology_moves
+from studio.spec import load_flow, load_flow_text
+from studio.store import MemoryStore
+from studio.templates import render as render_template
+from tests.optimize.conftest import MakeTask, Task
+
+CHAIN = """\
+flowstudio: 1
+name: chain
+inputs:
+  question: {type: str}
+  count: {type: int, default: 1}
+outputs:
+  answer: $polish.text
+  cleaned: $clean.text
+  joined: $join.text
+models:
+  default: {model: scripted, script: [{reply: ok}]}
+  small: {model: scripted, script: [{reply: ok}]}
+nodes:
+  draft:
+    type: llm.generate
+    model: small
+    inputs: {question: $inputs.question}
+    config: {prompt: "Q: {{ question }}", instructions: Answer briefly.}
+  clean:    # tidies the draft
+    type: text.template
+    inputs: {raw: $draft.text}
+    config: {template: "{{ raw | trim }}"}
+  polish:
+    type: llm.generate
+    inputs: {draft: $clean.text, question: $inputs.question}
+    config: {prompt: "{{ question }} {{ draft }}"}
+  join:
+    type: text.template
+    inputs: {parts: [$clean.text, $draft.text]}
+    config: {template: "{{ parts | join(' ') }}"}
+  number:
+    type: text.template
+    inputs: {n: $inputs.count}
+    config: {template: "{{ n }}"}
+  guarded:
+    type: text.template
+    when: inputs.question != ''
+    inputs: {raw: $draft.text}
+    config: {template: "{{ raw }}"}
+  named:
+    type: text.template
+    inputs: {raw: $inputs.question}
+    config: {template: "{{ raw }}"}
+  later:
+    type: text.template
+    after: [named]
+    inputs: {raw: $inputs.question}
+    config: {template: "{{ raw }}"}
+"""
+
+ONE_MODEL = """\
+flowstudio: 1
+name: one-model
+inputs:
+  question: {type: str}
+outputs:
+  answer: $solve.text
+models:
+  default: {model: scripted, script: [{reply: ok}]}
+nodes:
+  solve:
+    type: llm.generate
+    inputs: {question: $inputs.question}
+    config: {prompt: "Q: {{ question }}"}
+  label:
+    type: llm.classify
+    inputs: {text: $solve.text}
+    config: {labels: [yes, no]}
+"""
+
+
+def plan_of(text: str) -> Plan:
+    return compile_flow(load_flow_text(text))
+
+
+def applied(text: str, move: Move) -> Plan:
+    """The flow with the move's edits, compiled (raises when they do not compile)."""
+    return plan_of(render(text, move.edits))
+
+
+def by_node(moves: list[Move]) -> dict[str, Move]:
+    return {move.node or "": move for move in moves}
+
+
+def test_removing_a_node_rewires_its_consumers_and_the_outputs() -> None:
+    move = by_node(remove_moves(plan_of(CHAIN)))["clean"]
+    assert move.kind == "topology"
+    spec = applied(CHAIN, move).flow.spec
+    assert "clean" not in spec.nodes
+    assert spec.nodes["polish"].inputs == {"draft": "$draft.text", "question": "$inputs.question"}
+    assert spec.nodes["join"].inputs == {"parts": ["$draft.text", "$draft.text"]}
+    assert spec.outputs["cleaned"] == "$draft.text"
+    assert spec.outputs["answer"] == "$polish.text"
+
+
+def test_a_model_node_reading_a_flow_input_can_go_while_another_model_node_stays() -> None:
+    move = by_node(remove_moves(plan_of(CHAIN)))["draft"]
+    spec = applied(CHAIN, move).flow.spec
+    assert spec.nodes["clean"].inputs == {"raw": "$inputs.question"}
+
+
+def test_only_single_wire_same_type_unnamed_text_nodes_can_go() -> None:
+    # polish and join read two wires, number turns an int into text, guarded has a `when` and
+    # later runs after named
+    assert set(by_node(remove_moves(plan_of(CHAIN)))) == {"draft", "clean", "later"}
+    assert set(by_node(remove_moves(plan_of(ONE_MODEL)))) == {"solve"}  # classify never goes
+    alone = ONE_MODEL.split("  label:")[0]
+    assert remove_moves(plan_of(alone)) == []  # the last model node stays
+
+
+def test_removing_a_node_drops_the_earlier_edits_beneath_it() -> None:
+    plan = plan_of(CHAIN)
+    earlier = {("nodes", "clean", "config", "template"): "{{ raw }}", ("models", "small", "temperature"): 0.7}
+    move = by_node(remove_moves(plan))["clean"]
+    edits = combined(earlier, move.edits)
+    assert ("nodes", "clean", "config", "template") not in edits
+    assert edits[("models", "small", "temperature")] == 0.7
+    spec = plan_of(render(CHAIN, edits)).flow.spec
+    assert "clean" not in spec.nodes
+    with pytest.raises(FlowError, match=r"nodes\.clean\.type"):  # merged plainly, a stub of the node comes back
+        load_flow_text(render(CHAIN, {**earlier, **move.edits}))
+
+
+def test_the_search_builds_a_removal_on_top_of_edits_to_the_removed_node() -> None:
+    flow = load_flow_text(CHAIN)
+    unused: Any = None
+    search = Search(
+        flow=flow,
+        plan=compile_flow(flow),
+        train=unused,
+        dev=unused,
+        evaluator=unused,
+        meter=Meter(),
+        models={},
+        settings=Settings(),
+    )
+    search.best = build(Candidate("c1", {("nodes", "clean", "config", "template"): "{{ raw }}"}, "tuned"), flow, {})
+    assert search.best.plan is not None
+    move = by_node(topology_moves(search.best.plan))["clean"]
+    candidate = search._candidate(move, 1)
+    assert candidate is not None and candidate.plan is not None
+    assert "clean" not in candidate.plan.nodes
+
+
+def test_tidy_keeps_the_first_nonempty_line_and_feeds_the_output() -> None:
+    plan = plan_of(ONE_MODEL)
+    move = by_node(tidy_moves(plan))["solve"]
+    after = applied(ONE_MODEL, move)
+    assert after.outputs["answer"].node == "solve_tidy"
+    assert after.nodes["solve_tidy"].type == "text.template"
+    assert after.flow.spec.nodes["solve_tidy"].inputs == {"text": "$solve.text"}
+    assert after.flow.spec.nodes["label"].inputs == {"text": "$solve.text"}  # other readers keep the raw answer
+    assert calls_per_example(after) == calls_per_example(plan)
+    assert render_template(TIDY, {"text": "\n\n  positive \nBecause it says good.\n"}) == "positive"
+    assert render_template(TIDY, {"text": ""}) == ""
+
+
+def test_answer_reads_the_draft_and_the_inputs_with_the_same_model() -> None:
+    plan = plan_of(CHAIN)
+    assert set(by_node(answer_moves(plan))) == set()  # no flow output reads a generate node's answer directly
+    text = CHAIN.replace("answer: $polish.text", "answer: $draft.text")
+    move = by_node(answer_moves(plan_of(text)))["draft"]
+    after = applied(text, move)
+    spec = after.flow.spec.nodes["draft_answer"]
+    assert spec.type == "llm.generate" and spec.model == "small"
+    assert spec.inputs == {"question": "$inputs.question", "draft": "$draft.text"}
+    assert spec.config["form"] == "completion" and spec.config["stop"] == ["\n"]
+    assert spec.config["prompt"] == "Q: {{ question }}\nDraft: {{ draft }}\nFinal answer:"
+    assert spec.config["instructions"] == "Answer briefly."
+    assert after.flow.spec.outputs["answer"] == "$draft_answer.text"
+    assert calls_per_example(after) == calls_per_example(plan_of(text)) + 1
+
+
+def test_added_node_ids_are_not_reused_and_answers_do_not_stack() -> None:
+    plan = plan_of(ONE_MODEL)
+    answered = applied(ONE_MODEL, by_node(answer_moves(plan))["solve"])
+    assert by_node(answer_moves(answered)) == {}  # no answer after an answer
+    assert set(by_node(tidy_moves(answered))) == {"solve_answer"}
+    taken = ONE_MODEL + "  solve_tidy:\n    type: text.template\n    config: {template: x}\n"
+    assert by_node(tidy_moves(plan_of(taken))) == {}
+    removed_tidy = by_node(remove_moves(applied(ONE_MODEL, by_node(tidy_moves(plan))["solve"])))
+    assert render(ONE_MODEL, removed_tidy["solve_tidy"].edits).count("solve_tidy") == 0
+
+
+def test_topology_moves_come_tidy_then_remove_then_answer() -> None:
+    text = CHAIN.replace("answer: $polish.text", "answer: $draft.text")
+    labels = [move.label for move in topology_moves(plan_of(text))]
+    assert [label.split(": ")[1].split(" ")[0] for label in labels] == ["add", "remove", "remove", "remove", "add"]
+    assert "draft_tidy" in labels[0] and "draft_answer" in labels[-1]
+
+
+# -- the search ------------------------------------------------------------------------------
+
+TRAILING_RULES = r"""      - {match: "(?s)\\bgood\\b[^\\n]*\\nLabel:$", reply: "positive\nThe review says good."}
+      - {match: "(?s)\\bbad\\b[^\\n]*\\nLabel:$", reply: "negative\nThe review says bad."}
+      - {reply: unsure}"""
+"""Right on the first line, with an explanation after it that the exact metric rejects."""
+
+POLISHED = """\
+flowstudio: 1
+name: opt-polished
+inputs:
+  text: {type: str}
+outputs:
+  label: $polish.text
+models:
+  default:
+    model: scripted
+    retry_backoff_s: 0
+    script:
+      - {match: "(?s)\\\\bgood\\\\b[^\\\\n]*\\\\nLabel:$", reply: positive}
+      - {match: "(?s)Be brief.*\\\\bbad\\\\b[^\\\\n]*\\\\nLabel:$", reply: negative}
+      - {reply: unsure}
+nodes:
+  answer:
+    type: llm.generate
+    inputs: {review: $inputs.text}
+    config:
+      form: completion
+      prompt: "Text: {{ review }}\\nLabel:"
+  polish:   # a second pass that only makes things worse
+    type: llm.generate
+    inputs: {draft: $answer.text}
+    config:
+      form: completion
+      prompt: "Polish this label: {{ draft }}\\nPolished:"
+"""
+
+
+async def optimize(task: Task, budget: int = 200) -> tuple[dict[str, Any], Optimization]:
+    options = OptimizeOptions(
+        flow=str(task.flow),
+        train=str(task.train),
+        dev=str(task.dev),
+        metric="exact",
+        budget_calls=budget,
+        minibatch=4,
+        proposer="none",
+    )
+    optimization = Optimization(prepare(options), MemoryStore())
+    return (await optimization.run()).report, optimization
+
+
+async def test_a_tidy_step_wins_where_the_model_explains_its_answer(make_task: MakeTask) -> None:
+    task = make_task(TRAILING_RULES)
+    report, _ = await optimize(task)
+    assert report["before"]["dev"] == 0.0
+    assert report["after"]["dev"] == 1.0
+    assert "add answer_tidy" in report["after"]["move"]
+    written = load_flow(report["flow_out"])
+    assert written.spec.nodes["answer_tidy"].type == "text.template"
+    assert written.spec.outputs["label"] == "$answer_tidy.text"
+    assert report["after"]["calls_per_example"] == report["before"]["calls_per_example"]  # no call more
+
+
+async def test_removing_a_harmful_node_wins_and_later_moves_build_on_it(make_task: MakeTask) -> None:
+    task = make_task(TRAILING_RULES)
+    task.flow.write_text(POLISHED, encoding="utf-8")
+    report, optimization = await optimize(task, 300)
+    assert report["before"]["dev"] == 0.0
+    assert report["after"]["dev"] == 1.0
+    assert report["after"]["move"].startswith("polish: remove the node")
+    written = load_flow(report["flow_out"])
+    assert "polish" not in written.spec.nodes
+    assert written.spec.outputs["label"] == "$answer.text"
+    assert "Be brief" in written.spec.nodes["answer"].config["instructions"]  # tuned after the removal
+    assert report["after"]["calls_per_example"] == 1.0 < report["before"]["calls_per_example"]
+    assert optimization.search is not None
+    assert any(c.kind == "topology" and c.examples for c in optimization.search.candidates)
