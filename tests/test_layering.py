@@ -9,7 +9,20 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-ENGINE_MODULES = ["compiler", "engine", "llm", "node", "spec", "loader", "templates", "store", "models", "runner"]
+ENGINE_MODULES = [
+    "compiler",
+    "engine",
+    "llm",
+    "node",
+    "spec",
+    "loader",
+    "templates",
+    "store",
+    "models",
+    "runner",
+    "editor",
+]
+"""Modules below the app: the editor model included (the Editor page drives it, never the reverse)."""
 
 
 def _imports(path: Path) -> set[str]:

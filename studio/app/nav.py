@@ -30,9 +30,15 @@ def run_page() -> StreamlitPage:
     return st.Page(render, title="Run", icon=":material/play_arrow:", url_path="run")
 
 
+def editor_page() -> StreamlitPage:
+    from studio.app.editor_page import render
+
+    return st.Page(render, title="Editor", icon=":material/edit:", url_path="editor")
+
+
 def all_pages() -> list[StreamlitPage]:
     """Runs first: it is where people start."""
-    return [runs_page(), trace_page(), experiments_page(), run_page()]
+    return [runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
 
 
 def trace_link(run_id: str) -> str:

@@ -36,7 +36,7 @@ def flow_files(folder: Path) -> list[Path]:
     return found
 
 
-def _widget(name: str, spec: InputSpec) -> Any:
+def input_widget(name: str, spec: InputSpec) -> Any:
     """One form field per input, by its declared type; lists, dicts and `any` take JSON."""
     kind = spec.type.replace(" ", "").removesuffix("|null")
     help_text = spec.description or None
@@ -105,7 +105,7 @@ def render() -> None:
     if flow.spec.description:
         st.caption(flow.spec.description)
     with st.form("inputs"):
-        values = {name: _widget(name, spec) for name, spec in flow.spec.inputs.items()}
+        values = {name: input_widget(name, spec) for name, spec in flow.spec.inputs.items()}
         submitted = st.form_submit_button("Run", type="primary")
     if submitted:
         run_id = _run(path, values, flow)

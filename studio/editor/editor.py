@@ -71,7 +71,7 @@ class Editor:
     def _place_missing(self, *, everything: bool = False) -> None:
         ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
         if everything:
-            graph = [(a, b) for a, _, b, _ in edges(self.flow)]
+            graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow))]  # inputs left of outputs
             self.layout = auto_layout(ids, graph)
             return
         for node_id in ids:

@@ -1,0 +1,214 @@
+/**
+ * The editor: palette, toolbar and the React Flow canvas. It holds no flow logic: every edit is
+ * an event for Python, which answers with a new graph version.
+ */
+
+import {
+  Background,
+  Controls,
+  MiniMap,
+  ReactFlow,
+  ReactFlowProvider,
+  useNodesInitialized,
+  useReactFlow,
+  type Connection,
+  type Edge,
+  type OnNodeDrag,
+  type OnSelectionChangeParams,
+} from "@xyflow/react";
+import { useCallback, useEffect, useRef, type DragEvent } from "react";
+import { Banner } from "./Banner";
+import { STATUS_COLORS } from "./colors";
+import type { EventQueue } from "./events";
+import { FlowNode, type CanvasNode } from "./FlowNode";
+import { DRAG_TYPE, Palette } from "./Palette";
+import { Toolbar } from "./Toolbar";
+import { SPECIAL_NODES, type Graph, type Position } from "./types";
+import { useGraphState } from "./useGraphState";
+import { useKeyboard } from "./useKeyboard";
+
+const NODE_TYPES = { flow: FlowNode };
+const MINIMAP_LIMIT = 100;
+/** Below this a flow fits on screen, and a minimap would only cover nodes. */
+const MINIMAP_FROM = 16;
+const NEW_NODE_OFFSET = { x: 110, y: 40 };
+const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25 };
+
+function minimapColor(node: CanvasNode): string {
+  const { status, errors } = node.data.node;
+  if (errors?.length) return STATUS_COLORS.failed;
+  return status ? STATUS_COLORS[status] : "#d1d5db";
+}
+
+interface Props {
+  graph: Graph;
+  queue: EventQueue;
+}
+
+export function Canvas(props: Props) {
+  return (
+    <ReactFlowProvider>
+      <Editor {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+function rounded(at: Position): Position {
+  return { x: Math.round(at.x), y: Math.round(at.y) };
+}
+
+/** The viewport centre, stepped diagonally until no node sits right there. */
+const NEW_NODE_SIZE = { width: 240, height: 110 };
+const GAP = 24;
+
+/** A spot near `centre` where a new node overlaps no node: scan down, then right. */
+function freeSpot(centre: Position, nodes: CanvasNode[]): Position {
+  const overlaps = (at: Position) =>
+    nodes.some((n) => {
+      const width = n.measured?.width ?? NEW_NODE_SIZE.width;
+      const height = n.measured?.height ?? NEW_NODE_SIZE.height;
+      return (
+        at.x < n.position.x + width + GAP &&
+        n.position.x < at.x + NEW_NODE_SIZE.width + GAP &&
+        at.y < n.position.y + height + GAP &&
+        n.position.y < at.y + NEW_NODE_SIZE.height + GAP
+      );
+    });
+  const start = { x: centre.x - NEW_NODE_OFFSET.x, y: centre.y - NEW_NODE_OFFSET.y };
+  for (let row = 0; row < 8; row++) {
+    for (let column = 0; column < 20; column++) {
+      const spot = { x: start.x + column * (NEW_NODE_SIZE.width + GAP), y: start.y + row * (NEW_NODE_SIZE.height / 2) };
+      if (!overlaps(spot)) return rounded(spot);
+    }
+  }
+  return rounded(start);
+}
+
+function Editor({ graph, queue }: Props) {
+  const flow = useReactFlow<CanvasNode, Edge>();
+  const pane = useRef<HTMLDivElement>(null);
+  const dragStart = useRef(new Map<string, Position>());
+  const state = useGraphState(graph, queue);
+  const { nodes, edges, pending, fitRequested } = state;
+  const initialized = useNodesInitialized();
+
+  useEffect(() => {
+    if (!fitRequested.current || !initialized || nodes.length === 0) return;
+    fitRequested.current = false;
+    void flow.fitView(FIT_OPTIONS);
+  }, [initialized, nodes, flow, fitRequested]);
+
+  const addNode = useCallback(
+    (type: string) => {
+      const rect = pane.current?.getBoundingClientRect();
+      const centre = rect ? { x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 } : { x: 0, y: 0 };
+      const at = freeSpot(flow.screenToFlowPosition(centre), flow.getNodes());
+      queue.push({ kind: "add_node", type, ...at });
+    },
+    [flow, queue],
+  );
+
+  const onDragOver = useCallback((event: DragEvent) => {
+    if (!event.dataTransfer.types.includes(DRAG_TYPE)) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = "copy";
+  }, []);
+
+  const onDrop = useCallback(
+    (event: DragEvent) => {
+      const type = event.dataTransfer.getData(DRAG_TYPE);
+      if (!type) return;
+      event.preventDefault();
+      const at = rounded(flow.screenToFlowPosition({ x: event.clientX, y: event.clientY }));
+      queue.push({ kind: "add_node", type, ...at });
+    },
+    [flow, queue],
+  );
+
+  const onConnect = useCallback(
+    (c: Connection) => {
+      const { source, target } = c;
+      queue.push({ kind: "connect", source, sourceHandle: c.sourceHandle ?? "", target, targetHandle: c.targetHandle ?? "" });
+    },
+    [queue],
+  );
+
+  const onSelectionChange = useCallback(
+    ({ nodes: chosen }: OnSelectionChangeParams) => {
+      const node = chosen[0]?.id ?? null;
+      if (node === pending.current.selected) return;
+      pending.current.selected = node;
+      pending.current.selectSeq = queue.push({ kind: "select", node });
+    },
+    [queue, pending],
+  );
+
+  const onNodeDragStart = useCallback<OnNodeDrag<CanvasNode>>((_event, _node, dragged) => {
+    dragStart.current = new Map(dragged.map((n) => [n.id, n.position]));
+  }, []);
+
+  const onNodeDragStop = useCallback<OnNodeDrag<CanvasNode>>(
+    (_event, _node, dragged) => {
+      const moved = dragged.filter((n) => {
+        const start = dragStart.current.get(n.id);
+        return !start || start.x !== n.position.x || start.y !== n.position.y;
+      });
+      if (moved.length === 0) return;
+      const positions = Object.fromEntries(moved.map((n) => [n.id, rounded(n.position)]));
+      const seq = queue.push({ kind: "move", positions });
+      for (const [id, at] of Object.entries(positions)) pending.current.moves.set(id, { seq, at });
+    },
+    [queue, pending],
+  );
+
+  const selectedNodes = nodes.filter((n) => n.selected && !SPECIAL_NODES.has(n.id)).map((n) => n.id);
+  const selectedEdges = edges.filter((e) => e.selected).map((e) => e.id);
+  const canDelete = selectedNodes.length + selectedEdges.length > 0;
+
+  const actions = {
+    onDelete: () => canDelete && queue.push({ kind: "delete", nodes: selectedNodes, edges: selectedEdges }),
+    onUndo: () => graph.can_undo && queue.push({ kind: "undo" }),
+    onRedo: () => graph.can_redo && queue.push({ kind: "redo" }),
+  };
+  useKeyboard(actions);
+  const onFit = useCallback(() => void flow.fitView(FIT_OPTIONS), [flow]);
+
+  return (
+    <div className="fc-root">
+      <Palette entries={graph.palette} onAdd={addNode} />
+      <div className="fc-main">
+        <Toolbar
+          canUndo={graph.can_undo}
+          canRedo={graph.can_redo}
+          canDelete={canDelete}
+          onUndo={actions.onUndo}
+          onRedo={actions.onRedo}
+          onDelete={actions.onDelete}
+          onFit={onFit}
+        />
+        <div className="fc-canvas" ref={pane} onDragOver={onDragOver} onDrop={onDrop}>
+          <ReactFlow<CanvasNode, Edge>
+            nodes={nodes}
+            edges={edges}
+            nodeTypes={NODE_TYPES}
+            onNodesChange={state.onNodesChange}
+            onEdgesChange={state.onEdgesChange}
+            onConnect={onConnect}
+            onSelectionChange={onSelectionChange}
+            onNodeDragStart={onNodeDragStart}
+            onNodeDragStop={onNodeDragStop}
+            deleteKeyCode={null}
+            onlyRenderVisibleElements={nodes.length > MINIMAP_LIMIT}
+            minZoom={0.1}
+            attributionPosition="top-right"
+          >
+            <Background gap={20} size={1} />
+            <Controls showInteractive={false} />
+            {nodes.length >= MINIMAP_FROM && nodes.length <= MINIMAP_LIMIT ? <MiniMap pannable zoomable nodeColor={minimapColor} /> : null}
+          </ReactFlow>
+          <Banner message={graph.message} ack={graph.ack} />
+        </div>
+      </div>
+    </div>
+  );
+}

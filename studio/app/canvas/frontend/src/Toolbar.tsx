@@ -1,0 +1,34 @@
+/** Undo, redo, delete and fit, above the canvas. */
+
+import { memo } from "react";
+
+export interface ToolbarProps {
+  canUndo: boolean;
+  canRedo: boolean;
+  canDelete: boolean;
+  onUndo: () => void;
+  onRedo: () => void;
+  onDelete: () => void;
+  onFit: () => void;
+}
+
+function ToolbarView(props: ToolbarProps) {
+  return (
+    <div className="fc-toolbar">
+      <button type="button" data-testid="canvas-undo" disabled={!props.canUndo} onClick={props.onUndo} title="Undo (Ctrl+Z)">
+        ↶ Undo
+      </button>
+      <button type="button" data-testid="canvas-redo" disabled={!props.canRedo} onClick={props.onRedo} title="Redo (Ctrl+Shift+Z)">
+        ↷ Redo
+      </button>
+      <button type="button" data-testid="canvas-delete" disabled={!props.canDelete} onClick={props.onDelete} title="Delete the selection (Del)">
+        Delete
+      </button>
+      <button type="button" data-testid="canvas-fit" onClick={props.onFit} title="Fit the flow in view">
+        Fit
+      </button>
+    </div>
+  );
+}
+
+export const Toolbar = memo(ToolbarView);

@@ -1,0 +1,96 @@
+/** The graph Python sends, and the events the canvas sends back. */
+
+export type Status = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting" | "cached";
+
+export interface InputPort {
+  name: string;
+  type: string;
+  required?: boolean;
+  wired?: boolean;
+}
+
+export interface OutputPort {
+  name: string;
+  type: string;
+}
+
+export interface GraphNode {
+  id: string;
+  kind: "node" | "inputs" | "outputs";
+  type: string;
+  label: string;
+  x: number;
+  y: number;
+  inputs: InputPort[];
+  outputs: OutputPort[];
+  status?: Status | null;
+  errors?: string[];
+  add_port?: boolean;
+}
+
+export interface GraphEdge {
+  id: string;
+  source: string;
+  sourceHandle: string;
+  target: string;
+  targetHandle: string;
+  type?: string;
+}
+
+export interface PaletteEntry {
+  type: string;
+  category: string;
+  description: string;
+}
+
+export interface Message {
+  level: "error" | "info";
+  text: string;
+}
+
+export interface Graph {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  palette: PaletteEntry[];
+  selected: string | null;
+  message: Message | null;
+  version: number;
+  ack: number;
+  /** Optional: the session `ack` belongs to; an ack for another session (an earlier mount) is ignored. */
+  ack_session: string | null;
+  can_undo: boolean;
+  can_redo: boolean;
+  fit: boolean;
+}
+
+export type Position = { x: number; y: number };
+
+export type CanvasEvent =
+  | { kind: "add_node"; type: string; x: number; y: number }
+  | { kind: "connect"; source: string; sourceHandle: string; target: string; targetHandle: string }
+  | { kind: "delete"; nodes: string[]; edges: string[] }
+  | { kind: "move"; positions: Record<string, Position> }
+  | { kind: "select"; node: string | null }
+  | { kind: "undo" }
+  | { kind: "redo" };
+
+/** The special nodes that stand for the flow's inputs and outputs: never deleted. */
+export const SPECIAL_NODES = new Set(["$inputs", "$outputs"]);
+
+/** Fill in whatever the Python side left out, so the rest of the code can trust the shape. */
+export function readGraph(raw: unknown): Graph {
+  const g = (raw ?? {}) as Partial<Graph>;
+  return {
+    nodes: g.nodes ?? [],
+    edges: g.edges ?? [],
+    palette: g.palette ?? [],
+    selected: g.selected ?? null,
+    message: g.message ?? null,
+    version: g.version ?? 0,
+    ack: g.ack ?? 0,
+    ack_session: g.ack_session ?? null,
+    can_undo: g.can_undo ?? false,
+    can_redo: g.can_redo ?? false,
+    fit: g.fit ?? false,
+  };
+}

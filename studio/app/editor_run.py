@@ -1,0 +1,55 @@
+"""A run started from the editor: it goes on in a thread while the canvas shows each node's status."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from studio.errors import FlowError
+from studio.store.base import StepRecord
+
+
+@dataclass
+class EditorRun:
+    """Shared between the run's thread and the page; the page only reads it."""
+
+    statuses: dict[str, str]
+    run_id: str | None = None
+    error: str | None = None
+    status: str = "running"
+    """`running`, then the run's own status (`succeeded`, `failed`, `waiting`) or `error`."""
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> bool:
+        return self.status != "running"
+
+    def hook(self, *, event: str, **details: Any) -> None:
+        if event == "run_started":
+            self.run_id = str(details["run_id"])
+        step = details.get("step")
+        if event == "step_finished" and isinstance(step, StepRecord) and "[" not in step.node:
+            self.statuses[step.node] = "cached" if step.status == "succeeded" and step.cached else step.status
+
+
+def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path) -> EditorRun:
+    """Run the saved flow at `path` in a thread; every node starts as `pending`."""
+    run = EditorRun(statuses=dict.fromkeys(nodes, "pending"))
+
+    def work() -> None:
+        from studio.runner import run_flow_async
+
+        try:
+            result = asyncio.run(run_flow_async(path, values, db=db, hooks=[run.hook]))
+            run.run_id, run.status = result.run_id, result.status
+        except FlowError as err:
+            run.error, run.status = str(err), "error"
+        except Exception as err:  # the page must learn that the thread died, whatever happened
+            run.error, run.status = f"{type(err).__name__}: {err}", "error"
+
+    run.thread = threading.Thread(target=work, name="editor-run", daemon=True)
+    run.thread.start()
+    return run

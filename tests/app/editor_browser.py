@@ -1,0 +1,43 @@
+"""Driving the Editor page's canvas from Playwright: handles, drags and the component's frame."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CANVAS_FRAME = '[data-stale="false"] iframe[title="studio.app.canvas.flow_canvas"]'
+"""The canvas of this script run (Streamlit keeps a stale one on screen while it swaps them)."""
+WAIT_MS = 20_000
+
+
+def canvas(page: Any) -> Any:
+    """The canvas component's frame."""
+    return page.frame_locator(CANVAS_FRAME)
+
+
+def port(page: Any, node: str, side: str, name: str) -> Any:
+    return canvas(page).get_by_test_id(f"port-{node}-{side}-{name}")
+
+
+def drag(page: Any, source: Any, target: Any) -> None:
+    """Press on `source`, move in steps (React Flow tracks the pointer), release on `target`."""
+    start, end = source.bounding_box(), target.bounding_box()
+    page.mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=12)
+    page.mouse.up()
+
+
+def wire(page: Any, source: tuple[str, str], target: tuple[str, str], edges: int) -> None:
+    """Drag from an output port to an input port and wait until the canvas shows `edges` edges."""
+    from playwright.sync_api import expect
+
+    drag(page, port(page, *source[:1], "out", source[1]), port(page, *target[:1], "in", target[1]))
+    expect(canvas(page).locator(".react-flow__edge")).to_have_count(edges, timeout=WAIT_MS)
+
+
+def add_from_palette(page: Any, node_type: str, node_id: str) -> None:
+    from playwright.sync_api import expect
+
+    canvas(page).get_by_test_id(f"palette-item-{node_type}").click()
+    expect(canvas(page).get_by_test_id(f"node-{node_id}")).to_be_visible(timeout=WAIT_MS)
+    canvas(page).get_by_test_id("canvas-fit").click()
