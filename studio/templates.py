@@ -20,9 +20,10 @@ MAX_RENDERED_CHARS = 200_000
 _ENV = ImmutableSandboxedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
 
 
-def variables(source: str) -> set[str]:
-    """Names a template reads from its context; raises TemplateSyntaxError."""
-    return meta.find_undeclared_variables(_ENV.parse(source))
+@lru_cache(maxsize=4096)
+def variables(source: str) -> frozenset[str]:
+    """Names a template reads from its context; raises TemplateSyntaxError (parsed once per source)."""
+    return frozenset(meta.find_undeclared_variables(_ENV.parse(source)))
 
 
 def expression_names(expression: str) -> set[str]:

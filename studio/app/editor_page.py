@@ -18,7 +18,7 @@ from studio.editor.editor import Editor
 from studio.editor.layout import sidecar_path
 from studio.errors import FlowError
 from studio.fmt import dump, round_trip_yaml
-from studio.spec import FLOW_NAME, load_flow
+from studio.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
@@ -104,22 +104,17 @@ def _pick(folder: Path) -> Editor | None:
 
 
 def _run_form(editor: Editor) -> None:
-    with st.popover("Run", icon=":material/play_arrow:", disabled=bool(editor.problems)):
-        try:
-            flow = load_flow(editor.path) if not editor.dirty else None
-        except FlowError:
-            flow = None
-        if flow is None:
+    with st.popover("Run", icon=":material/play_arrow:", disabled=editor.checked is None):
+        if editor.checked is None:
+            return
+        if editor.dirty:
             st.caption("Running saves the flow first.")
-        inputs = (flow.spec.inputs if flow else None) or {}
         with st.form("editor_run_inputs", border=False):
-            values = {name: input_widget(name, spec) for name, spec in inputs.items()}
+            values = {name: input_widget(name, spec) for name, spec in editor.checked.spec.inputs.items()}
             go = st.form_submit_button("Start", type="primary")
         if go:
             if editor.dirty:
                 editor.save()
-                flow = load_flow(editor.path)
-                values = values or {}
             nodes = [str(n) for n in editor.flow.nodes()]
             st.session_state[f"run:{editor.path}"] = start_run(editor.path, values, nodes, settings().db)
             st.rerun()
@@ -185,8 +180,12 @@ def render() -> None:
     canvas_key = f"canvas:{editor.path}"
     editor.apply_events(st.session_state.get(canvas_key))
     current = _toolbar(editor)
-    canvas_tab, yaml_tab = st.tabs(["Canvas", "YAML"])
-    with canvas_tab:
+    view = st.segmented_control(
+        "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
+    )
+    if view == "YAML":  # only the view on screen is built: a 200-node flow's YAML is long
+        _yaml_tab(editor)
+    else:
         left, right = st.columns([3, 1])
         with left:
             status = current.statuses if current is not None else None
@@ -194,8 +193,6 @@ def render() -> None:
             _problems(editor)
         with right:
             render_inspector(editor)
-    with yaml_tab:
-        _yaml_tab(editor)
     if current is not None and not current.done:
         time.sleep(POLL_S)
         st.rerun()

@@ -84,17 +84,23 @@ def _ref_text(node: str, port: str) -> str:
 class EditableFlow:
     """The flow text and its round-trip document, changed by canvas gestures."""
 
-    def __init__(self, text: str, path: Path) -> None:
+    def __init__(self, text: str, path: Path, *, checked: bool = False) -> None:
         self.path = path
-        self.load(text)
+        self.load(text, checked=checked)
 
-    def load(self, text: str) -> None:
-        """Replace the whole document (undo, the YAML tab); raises LoadError on unacceptable YAML."""
-        loads(text, file=str(self.path))  # the safety caps; ruamel then keeps comments and layout
+    def load(self, text: str, *, checked: bool = False) -> None:
+        """Replace the whole document (undo, the YAML tab); raises LoadError on unacceptable YAML.
+
+        `checked`: the text has passed the safe loader already (its caps on size, aliases and
+        depth), so ruamel, which keeps comments and layout, may read it.
+        """
+        if not checked:
+            loads(text, file=str(self.path))
         self.document = round_trip_yaml().load(text)
         if not hasattr(self.document, "insert"):
             raise FlowError("a flow file must be a mapping", file=str(self.path), line=1)
         self.text = text
+        self._ports: tuple[str, dict[str, NodePorts]] | None = None
         self.canonical: bool | None = None
         """Whether the text is exactly what ruamel writes (found out at the first edit)."""
 
@@ -113,12 +119,15 @@ class EditableFlow:
         return node if isinstance(node, dict) else {}
 
     def ports(self) -> dict[str, NodePorts]:
-        """Every node's ports (from its type and config; a broken config gets errors instead)."""
+        """Every node's ports (from its type and config; a broken config gets errors instead), once per text."""
+        if self._ports is not None and self._ports[0] == self.text:
+            return self._ports[1]
         found = {}
         for node_id, node in self.nodes().items():
             spec = _mapping_or_empty(node)
             config, inputs = _mapping_or_empty(spec.get("config")), _mapping_or_empty(spec.get("inputs"))
             found[str(node_id)] = node_ports(str(spec.get("type", "")), dict(config), dict(inputs), self.path.parent)
+        self._ports = (self.text, found)
         return found
 
     def input_types(self) -> dict[str, PortType]:

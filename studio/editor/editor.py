@@ -23,6 +23,7 @@ from studio.editor.layout import (
 )
 from studio.editor.problems import Problem, check
 from studio.errors import FlowError
+from studio.spec import Flow
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,11 @@ class Editor:
     def __init__(self, path: Path, text: str | None = None) -> None:
         self.path = path
         self.saved_text = path.read_text(encoding="utf-8") if text is None and path.exists() else (text or "")
-        self.flow = EditableFlow(self.saved_text, path)
+        self.checked: Flow | None = None
+        """The flow as it stands, when it compiles."""
+        self.problems: list[Problem] = []
+        self._check(self.saved_text)  # first: it refuses text that is not acceptable YAML
+        self.flow = EditableFlow(self.saved_text, path, checked=True)
         self.layout: Layout = read_sidecar(path)
         self._place_missing(everything=not self.layout)
         self.saved_layout = dict(self.layout)
@@ -61,7 +66,6 @@ class Editor:
         self.version = 1
         self.session: str | None = None
         self.ack = 0
-        self.problems: list[Problem] = check(self.flow.text, path)[1]
 
     # -- state -------------------------------------------------------------------------------
 
@@ -83,10 +87,13 @@ class Editor:
     def _changed(self, message: Message | None = None) -> None:
         """After an edit: drop positions of deleted nodes, revalidate, remember, redraw."""
         self._place_missing()
-        self.problems = check(self.flow.text, self.path)[1]
+        self._check()
         self.history.push(self._snapshot())
         self.message = message
         self.version += 1
+
+    def _check(self, text: str | None = None) -> None:
+        self.checked, self.problems = check(self.flow.text if text is None else text, self.path)
 
     @property
     def dirty(self) -> bool:
@@ -168,7 +175,8 @@ class Editor:
         """The YAML tab's text becomes the flow (raises FlowError when it is not acceptable YAML)."""
         if text == self.flow.text:
             return
-        self.flow.load(text)
+        check(text, self.path)  # raises LoadError before anything changes
+        self.flow.load(text, checked=True)
         self._changed()
 
     def undo(self) -> None:
@@ -180,9 +188,9 @@ class Editor:
     def _restore(self, snapshot: Snapshot | None) -> None:
         if snapshot is None:
             return
-        self.flow.load(snapshot.text)
+        self.flow.load(snapshot.text, checked=True)
         self.layout = dict(snapshot.layout)
-        self.problems = check(self.flow.text, self.path)[1]
+        self._check()
         self.message = None
         self.version += 1
 

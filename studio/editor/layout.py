@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -57,12 +58,18 @@ def sidecar_text(flow_name: str, layout: Mapping[str, Position]) -> str:
 
 def auto_layout(ids: Iterable[str], edges: Iterable[tuple[str, str]]) -> Layout:
     """Positions for every id, left to right along the edges (graphviz `dot`, else columns by depth)."""
-    ids = list(ids)
-    edges = [(a, b) for a, b in edges if a in ids and b in ids]
+    known = tuple(ids)
+    return dict(_laid_out(known, tuple((a, b) for a, b in edges if a in known and b in known)))
+
+
+@lru_cache(maxsize=64)
+def _laid_out(ids: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Position], ...]:
+    """Memoised: every new session that opens the same sidecar-less flow gets the same layout."""
     try:
-        return _dot_layout(ids, edges)
+        layout = _dot_layout(list(ids), list(edges))
     except Exception:  # no dot binary, or a graph dot refuses: fall back to columns
-        return _layered_layout(ids, edges)
+        layout = _layered_layout(list(ids), list(edges))
+    return tuple(layout.items())
 
 
 def _dot_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:

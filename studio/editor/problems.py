@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from studio.compiler import compile_flow
-from studio.errors import FlowError
+from studio.errors import FlowError, LoadError
 from studio.spec import Flow, load_flow_text
 
 
@@ -21,10 +21,15 @@ class Problem:
 
 
 def check(text: str, path: Path) -> tuple[Flow | None, list[Problem]]:
-    """The flow when it compiles; else the first error the loader, schema or compiler finds."""
+    """The flow when it compiles; else the first error the schema or compiler finds.
+
+    Raises LoadError when the text is not acceptable YAML at all: there is no graph to edit.
+    """
     try:
         flow = load_flow_text(text, file=str(path), path=path)
         compile_flow(flow)
+    except LoadError:
+        raise
     except FlowError as err:
         return None, [Problem(err.message, err.node or _node_of(err.field), err.where())]
     return flow, []

@@ -18,13 +18,15 @@ def port(page: Any, node: str, side: str, name: str) -> Any:
     return canvas(page).get_by_test_id(f"port-{node}-{side}-{name}")
 
 
-def drag(page: Any, source: Any, target: Any) -> None:
-    """Press on `source`, move in steps (React Flow tracks the pointer), release on `target`."""
+def drag(page: Any, source: Any, target: Any, *, release: bool = True) -> None:
+    """Press on `source`, move in steps (React Flow tracks the pointer), release on `target`
+    (or leave the button down, for a caller that times the release)."""
     start, end = source.bounding_box(), target.bounding_box()
     page.mouse.move(start["x"] + start["width"] / 2, start["y"] + start["height"] / 2)
     page.mouse.down()
     page.mouse.move(end["x"] + end["width"] / 2, end["y"] + end["height"] / 2, steps=12)
-    page.mouse.up()
+    if release:
+        page.mouse.up()
 
 
 def wire(page: Any, source: tuple[str, str], target: tuple[str, str], edges: int) -> None:

@@ -174,7 +174,7 @@ function Editor({ graph, queue }: Props) {
   const onFit = useCallback(() => void flow.fitView(FIT_OPTIONS), [flow]);
 
   return (
-    <div className="fc-root">
+    <div className="fc-root" data-testid="canvas-root" data-version={graph.version} data-nodes={nodes.length} data-edges={edges.length}>
       <Palette entries={graph.palette} onAdd={addNode} />
       <div className="fc-main">
         <Toolbar
