@@ -126,8 +126,10 @@ def _toolbar(editor: Editor) -> EditorRun | None:
         if st.button(
             "Save", icon=":material/save:", type="primary" if editor.dirty else "secondary", key="editor_save"
         ):
-            editor.save()
-            st.rerun()
+            written = editor.save()
+            st.toast(
+                "Saved " + ", ".join(p.name for p in written) if written else "Nothing to save", icon=":material/save:"
+            )
     with run:
         _run_form(editor)
     current: EditorRun | None = st.session_state.get(f"run:{editor.path}")
@@ -191,7 +193,7 @@ def render() -> None:
             status = current.statuses if current is not None else None
             flow_canvas(editor.graph(status, fit=editor.version == 1), key=canvas_key, height=620)
             _problems(editor)
-        with right:
+        with right, st.container(height=680, border=False):  # as tall as the canvas; scrolls inside
             render_inspector(editor)
     if current is not None and not current.done:
         time.sleep(POLL_S)

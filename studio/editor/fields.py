@@ -7,6 +7,7 @@ for a field the file leaves out) are written back.
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from dataclasses import dataclass
@@ -80,13 +81,34 @@ def config_fields(node_type: str) -> list[Field]:
     return [_field(name, info) for name, info in cls.Config.model_fields.items()]
 
 
+def plain(value: Any) -> Any:
+    """A round-trip document's value as plain dicts, lists and scalars (ruamel's types are subclasses)."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    return float(value) if isinstance(value, float) else value
+
+
+def _yaml_text(value: Any) -> str:
+    """Flat values on one line as JSON (`["\\n"]`, which YAML reads too); nested ones as block YAML."""
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    if not any(isinstance(item, (dict, list)) for item in items):
+        return json.dumps(value, ensure_ascii=False)
+    return str(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=4096)).strip()
+
+
 def shown(field: Field, config: dict[str, Any]) -> Any:
     """The value a widget starts with: the file's, else the default; YAML fields as text."""
-    value = config.get(field.key, field.default)
+    value = plain(config.get(field.key, field.default))
     if field.widget == "yaml":
-        return (
-            "" if value is None else yaml.safe_dump(value, sort_keys=False, default_flow_style=None, width=4096).strip()
-        )
+        return "" if value is None else _yaml_text(value)
     if field.widget in ("text", "area"):
         return "" if value is None else str(value)
     return value

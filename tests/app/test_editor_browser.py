@@ -3,6 +3,7 @@ without loss, run from the canvas."""
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 from collections.abc import Iterator
@@ -87,7 +88,7 @@ def _new_flow(page: Any) -> str:
 
 def _save(page: Any, path: Path, contains: str = "") -> None:
     page.get_by_role("button", name="Save").click()
-    sync_api.expect(canvas(page).get_by_test_id("canvas-message")).to_contain_text("saved", timeout=WAIT_MS)
+    sync_api.expect(page.get_by_test_id("stToast").last).to_contain_text(f"Saved {path.stem}", timeout=WAIT_MS)
     assert contains in path.read_text(encoding="utf-8")
 
 
@@ -153,3 +154,24 @@ def test_run_from_the_editor_shows_status_then_the_trace(page: Any, folder: Path
     )
     page.get_by_role("button", name="Open trace (succeeded)").click()
     sync_api.expect(page.get_by_role("heading", name="Traces")).to_be_visible(timeout=WAIT_MS)
+
+
+def test_inspector_edit_changes_only_the_prompt_and_the_yaml_view_shows_it(page: Any, folder: Path) -> None:
+    path = folder / "headline.yaml"
+    before = path.read_text(encoding="utf-8")
+    _choose_flow(page, path)
+    canvas(page).get_by_test_id("node-summarise").click()
+    sync_api.expect(page.get_by_role("heading", name="summarise")).to_be_visible(timeout=WAIT_MS)
+    prompt = page.get_by_role("textbox", name="prompt *")
+    prompt.fill("Summarise in one sentence:\n\n{{ article }}")
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("radio", name="YAML").click()
+    code = page.get_by_test_id("stCode")
+    sync_api.expect(code).to_contain_text("Summarise in one sentence:", timeout=WAIT_MS)
+    _save(page, path)
+    after = path.read_text(encoding="utf-8")
+    changed = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:1] in "+-"]
+    assert changed == [
+        '-       prompt: "Summarise this article in one sentence:\\n\\n{{ article }}"',
+        '+       prompt: "Summarise in one sentence:\\n\\n{{ article }}"',
+    ]

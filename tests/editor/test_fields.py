@@ -43,3 +43,16 @@ def test_a_bad_yaml_field_names_the_field() -> None:
     with pytest.raises(FlowError) as caught:
         changes(fields, {"prompt": "x"}, {"demos": "[unclosed"})
     assert caught.value.field == "config.demos"
+
+
+def test_values_from_the_round_trip_document_show_and_compare_as_plain_values() -> None:
+    from studio.editor.document import EditableFlow
+    from tests.conftest import FLOWS
+
+    path = FLOWS / "headline.yaml"
+    flow = EditableFlow(path.read_text(encoding="utf-8"), path)
+    config = dict(flow.node("headline")["config"])
+    fields = config_fields("llm.generate")
+    submitted = {f.key: shown(f, config) for f in fields}
+    assert submitted["stop"] == '["\\n"]' and submitted["demos"].startswith("- summary:")
+    assert changes(fields, config, submitted) == {}
