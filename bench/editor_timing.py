@@ -37,26 +37,10 @@ if str(ROOT) not in sys.path:
 
 from studio.editor.editor import Editor  # noqa: E402
 from tests.app.browser import CHROMIUM, CHROMIUM_ARGS, studio_server  # noqa: E402
-from tests.app.editor_browser import canvas, drag, port  # noqa: E402
+from tests.app.editor_browser import big_flow, canvas, drag, port  # noqa: E402
 from tests.conftest import FLOWSTUDIO  # noqa: E402
 
 TIMEOUT_MS = 60_000
-
-
-def big_flow(n: int) -> str:
-    """A flow of `n` nodes: a tree of text.template steps with an llm.generate every tenth."""
-    lines = ["flowstudio: 1", "name: big", "inputs:", "  text: {type: str}", "outputs:", f"  text: $n{n - 1}.text"]
-    lines += ["models:", "  default: {model: local/smollm2, temperature: 0, max_tokens: 20}", "nodes:"]
-    for i in range(n):
-        source = "$inputs.text" if i == 0 else f"$n{(i - 1) // 2 if i % 3 == 0 else i - 1}.text"
-        lines += [f"  n{i}:"]
-        if i % 10 == 5:
-            lines += ["    type: llm.generate", f"    inputs: {{text: {source}}}", "    config:"]
-            lines += [f'      prompt: "Step {i}: {{{{ text }}}}"']
-        else:
-            lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
-            lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
-    return "\n".join(lines) + "\n"
 
 
 def _root(page: Any) -> Any:

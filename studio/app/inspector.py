@@ -17,9 +17,11 @@ def _widget(field: Field, value: Any, key: str) -> Any:
     label = field.key + (" *" if field.required else "")
     help_text = field.help or None
     if field.widget == "area":
+        typed = st.text_area(label, value=value, help=help_text, key=key, height=120)
         variables = template_variables(str(value))
-        caption = f"{help_text or ''}\n\nVariables: {', '.join(variables) or 'none'}"
-        return st.text_area(label, value=value, help=caption, key=key, height=120)
+        if variables:
+            st.caption("Variables (each one an input port): " + ", ".join(f"`{v}`" for v in variables))
+        return typed
     if field.widget == "bool":
         return st.checkbox(label, value=bool(value), help=help_text, key=key)
     if field.widget == "int":

@@ -43,3 +43,19 @@ def add_from_palette(page: Any, node_type: str, node_id: str) -> None:
     canvas(page).get_by_test_id(f"palette-item-{node_type}").click()
     expect(canvas(page).get_by_test_id(f"node-{node_id}")).to_be_visible(timeout=WAIT_MS)
     canvas(page).get_by_test_id("canvas-fit").click()
+
+
+def big_flow(n: int) -> str:
+    """A flow of `n` nodes: a tree of text.template steps with an llm.generate every tenth."""
+    lines = ["flowstudio: 1", "name: big", "inputs:", "  text: {type: str}", "outputs:", f"  text: $n{n - 1}.text"]
+    lines += ["models:", "  default: {model: local/smollm2, temperature: 0, max_tokens: 20}", "nodes:"]
+    for i in range(n):
+        source = "$inputs.text" if i == 0 else f"$n{(i - 1) // 2 if i % 3 == 0 else i - 1}.text"
+        lines += [f"  n{i}:"]
+        if i % 10 == 5:
+            lines += ["    type: llm.generate", f"    inputs: {{text: {source}}}", "    config:"]
+            lines += [f'      prompt: "Step {i}: {{{{ text }}}}"']
+        else:
+            lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
+            lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
+    return "\n".join(lines) + "\n"
