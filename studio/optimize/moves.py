@@ -3,8 +3,8 @@
 Per tunable node: demos (how many, which, in what order; bootstrapped or labelled), instructions
 (the rewrite library and the proposer's), the output format (label list, stop sequence), the
 prompt form (chat or completion), the strategy, and the model alias; per model alias, its
-temperature; for the graph, adding or removing a node (see `topology`). Moves of different kinds are interleaved, so a round with a small width still
-tries a bit of everything.
+temperature; for the graph, adding or removing a node (see `topology`). Moves of different kinds
+are interleaved, so a round with a small width still tries a bit of everything.
 """
 
 from __future__ import annotations
