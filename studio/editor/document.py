@@ -84,34 +84,47 @@ def _ref_text(node: str, port: str) -> str:
 class EditableFlow:
     """The flow text and its round-trip document, changed by canvas gestures."""
 
-    def __init__(self, text: str, path: Path, *, checked: bool = False) -> None:
+    def __init__(self, text: str, path: Path, *, data: Any = None) -> None:
         self.path = path
-        self.load(text, checked=checked)
+        self.load(text, data=data)
 
-    def load(self, text: str, *, checked: bool = False) -> None:
+    def load(self, text: str, *, data: Any = None) -> None:
         """Replace the whole document (undo, the YAML tab); raises LoadError on unacceptable YAML.
 
-        `checked`: the text has passed the safe loader already (its caps on size, aliases and
-        depth), so ruamel, which keeps comments and layout, may read it.
+        `data`: the text as the safe loader read it (its caps on size, aliases and depth), when
+        the caller has it already. Reading the graph needs no more; ruamel's round-trip document,
+        which keeps comments and layout, is built at the first edit.
         """
-        if not checked:
-            loads(text, file=str(self.path))
-        self.document = round_trip_yaml().load(text)
-        if not hasattr(self.document, "insert"):
+        if data is None:
+            data = loads(text, file=str(self.path)).data
+        if not isinstance(data, dict):
             raise FlowError("a flow file must be a mapping", file=str(self.path), line=1)
+        self._data: Any = data
+        self._document: Any = None
         self.text = text
         self._ports: tuple[str, dict[str, NodePorts]] | None = None
         self.canonical: bool | None = None
         """Whether the text is exactly what ruamel writes (found out at the first edit)."""
 
+    @property
+    def document(self) -> Any:
+        """The round-trip document that edits change (parsed on first use)."""
+        if self._document is None:
+            self._document = round_trip_yaml().load(self.text)
+        return self._document
+
     # -- reading -----------------------------------------------------------------------------
 
+    def data(self) -> Any:
+        """The document as it stands: the round-trip one once editing began, else the safe loader's."""
+        return self._document if self._document is not None else self._data
+
     def nodes(self) -> Mapping[str, Any]:
-        nodes = self.document.get("nodes")
+        nodes = self.data().get("nodes")
         return nodes if isinstance(nodes, dict) else {}
 
     def section(self, name: str) -> Mapping[str, Any]:
-        value = self.document.get(name)
+        value = self.data().get(name)
         return value if isinstance(value, dict) else {}
 
     def node(self, node_id: str) -> Mapping[str, Any]:
@@ -198,9 +211,8 @@ class EditableFlow:
             return None
         if target_port == ADD_PORT:
             target_port = self._add_variable(target, source_port)
-        node = self.nodes()[target]
         self._edit(
-            lambda: self._mapping(node, "inputs", NODE_ORDER, flow_style=True).__setitem__(
+            lambda: self._mapping(self.document["nodes"][target], "inputs", NODE_ORDER, flow_style=True).__setitem__(
                 target_port, _ref_text(source, source_port)
             )
         )
@@ -287,9 +299,9 @@ class EditableFlow:
 
     def set_config(self, node_id: str, changes: Mapping[str, Any]) -> None:
         """Set config fields (None removes one, back to the type's default)."""
-        node = self.nodes()[node_id]
 
         def change() -> None:
+            node = self.document["nodes"][node_id]
             config = self._mapping(node, "config", NODE_ORDER)
             for key, value in changes.items():
                 if value is None:
@@ -303,9 +315,9 @@ class EditableFlow:
 
     def set_field(self, node_id: str, key: str, value: Any) -> None:
         """Set or (with None or "") remove a node-level field such as `description` or `model`."""
-        node = self.nodes()[node_id]
-        if node.get(key) == value or (value in (None, "") and key not in node):
+        if self.node(node_id).get(key) == value or (value in (None, "") and key not in self.node(node_id)):
             return
+        node = self.document["nodes"][node_id]
         self._edit(
             lambda: node.pop(key) if value in (None, "") else _insert_ordered(node, key, yaml_value(value), NODE_ORDER)
         )

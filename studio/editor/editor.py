@@ -54,8 +54,8 @@ class Editor:
         self.checked: Flow | None = None
         """The flow as it stands, when it compiles."""
         self.problems: list[Problem] = []
-        self._check(self.saved_text)  # first: it refuses text that is not acceptable YAML
-        self.flow = EditableFlow(self.saved_text, path, checked=True)
+        data = self._check(self.saved_text)  # first: it refuses text that is not acceptable YAML
+        self.flow = EditableFlow(self.saved_text, path, data=data)
         self.layout: Layout = read_sidecar(path)
         self._place_missing(everything=not self.layout)
         self.saved_layout = dict(self.layout)
@@ -92,8 +92,11 @@ class Editor:
         self.message = message
         self.version += 1
 
-    def _check(self, text: str | None = None) -> None:
-        self.checked, self.problems = check(self.flow.text if text is None else text, self.path)
+    def _check(self, text: str | None = None) -> Any:
+        """Validate the text (the flow's by default); returns it as the safe loader read it."""
+        checked = check(self.flow.text if text is None else text, self.path)
+        self.checked, self.problems = checked.flow, checked.problems
+        return checked.data
 
     @property
     def dirty(self) -> bool:
@@ -175,8 +178,7 @@ class Editor:
         """The YAML tab's text becomes the flow (raises FlowError when it is not acceptable YAML)."""
         if text == self.flow.text:
             return
-        check(text, self.path)  # raises LoadError before anything changes
-        self.flow.load(text, checked=True)
+        self.flow.load(text)  # raises LoadError before anything changes
         self._changed()
 
     def undo(self) -> None:
@@ -188,9 +190,8 @@ class Editor:
     def _restore(self, snapshot: Snapshot | None) -> None:
         if snapshot is None:
             return
-        self.flow.load(snapshot.text, checked=True)
+        self.flow.load(snapshot.text, data=self._check(snapshot.text))
         self.layout = dict(snapshot.layout)
-        self._check()
         self.message = None
         self.version += 1
 

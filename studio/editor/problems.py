@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from studio.compiler import compile_flow
-from studio.errors import FlowError, LoadError
-from studio.spec import Flow, load_flow_text
+from studio.errors import FlowError
+from studio.loader import loads
+from studio.spec import Flow, parse
 
 
 @dataclass(frozen=True)
@@ -20,19 +22,29 @@ class Problem:
     """`file:line at field`."""
 
 
-def check(text: str, path: Path) -> tuple[Flow | None, list[Problem]]:
+@dataclass(frozen=True)
+class Checked:
+    """What validating a text found."""
+
+    data: Any
+    """The text as the safe loader read it."""
+    flow: Flow | None
+    """The flow, when it compiles."""
+    problems: list[Problem]
+
+
+def check(text: str, path: Path) -> Checked:
     """The flow when it compiles; else the first error the schema or compiler finds.
 
     Raises LoadError when the text is not acceptable YAML at all: there is no graph to edit.
     """
+    document = loads(text, file=str(path))
     try:
-        flow = load_flow_text(text, file=str(path), path=path)
+        flow = parse(document, text, path)
         compile_flow(flow)
-    except LoadError:
-        raise
     except FlowError as err:
-        return None, [Problem(err.message, err.node or _node_of(err.field), err.where())]
-    return flow, []
+        return Checked(document.data, None, [Problem(err.message, err.node or _node_of(err.field), err.where())])
+    return Checked(document.data, flow, [])
 
 
 def _node_of(field: str | None) -> str | None:
