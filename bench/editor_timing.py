@@ -36,7 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from studio.editor.editor import Editor  # noqa: E402
-from tests.app.browser import CHROMIUM, CHROMIUM_ARGS, studio_server  # noqa: E402
+from tests.app.browser import CHROMIUM, chromium, studio_server  # noqa: E402
 from tests.app.editor_browser import big_flow, canvas, drag, port  # noqa: E402
 from tests.conftest import FLOWSTUDIO  # noqa: E402
 
@@ -79,13 +79,10 @@ def _connect(page: Any, source_id: str, target_id: str) -> float:
 
 
 def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
-    from playwright.sync_api import sync_playwright
-
     with (
         studio_server(FLOWSTUDIO, folder, folder / "bench.db", folder / "studio.log") as (url, _),
-        sync_playwright() as playwright,
+        chromium() as browser,
     ):
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         opens, adds, connects = [], [], []
         for _ in range(repeat):
             page = browser.new_page(viewport={"width": 1600, "height": 1100})
@@ -93,7 +90,6 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
             adds += [_add(page, "template"), _add(page, "template_2")]  # each session edits the file as on disk
             connects.append(_connect(page, "template", "template_2"))
             page.close()
-        browser.close()
     return {
         "open_first_s": round(opens[0], 3),
         "open_median_s": round(statistics.median(opens[1:] or opens), 3),

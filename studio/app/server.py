@@ -20,10 +20,10 @@ def free_port(address: str = LOOPBACK) -> int:
         return int(probe.getsockname()[1])
 
 
-def streamlit_command(port: int, address: str = LOOPBACK) -> list[str]:
-    """`streamlit run` on the app, headless, without usage statistics or file watching."""
+def streamlit_command(port: int, address: str = LOOPBACK, script: Path = MAIN) -> list[str]:
+    """`streamlit run` on the app (or another script), headless, without usage statistics or file watching."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(MAIN),
+        sys.executable, "-m", "streamlit", "run", str(script),
         "--server.address", address,
         "--server.port", str(port),
         "--server.headless", "true",

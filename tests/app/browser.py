@@ -9,6 +9,9 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+from studio.app.server import LOOPBACK, free_port, streamlit_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -41,17 +44,12 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], deadline: float) -
 
 
 @contextmanager
-def studio_server(
-    flowstudio: str, flows: Path, db: Path, log: Path, timeout_s: float = 60
-) -> Iterator[tuple[str, int]]:
-    """`flowstudio studio FLOWS --db DB` in a subprocess; yields (url, pid) and stops it by its pid."""
+def _process(command: list[str], log: Path, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A subprocess writing to `log`; stopped by its pid (terminate, then kill) however the block ends."""
     with log.open("wb") as out:
-        process = subprocess.Popen([flowstudio, "studio", str(flows), "--db", str(db)], stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + timeout_s
-        url = _wait_for_url(log, process, deadline)
-        _wait_healthy(url, process, deadline)
-        yield url, process.pid
+        yield process
     finally:
         process.terminate()
         try:
@@ -59,6 +57,41 @@ def studio_server(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def studio_server(
+    flowstudio: str, flows: Path, db: Path, log: Path, timeout_s: float = 60
+) -> Iterator[tuple[str, int]]:
+    """`flowstudio studio FLOWS --db DB` in a subprocess; yields (url, pid) and stops it by its pid."""
+    with _process([flowstudio, "studio", str(flows), "--db", str(db)], log) as process:
+        deadline = time.monotonic() + timeout_s
+        url = _wait_for_url(log, process, deadline)
+        _wait_healthy(url, process, deadline)
+        yield url, process.pid
+
+
+@contextmanager
+def script_server(script: Path, log: Path, env: dict[str, str], timeout_s: float = 60) -> Iterator[str]:
+    """`streamlit run SCRIPT` on 127.0.0.1 and a free port (a test harness); yields its url."""
+    port = free_port()
+    with _process(streamlit_command(port, script=script), log, env) as process:
+        url = f"http://{LOOPBACK}:{port}"
+        _wait_healthy(url, process, time.monotonic() + timeout_s)
+        yield url
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """Debian's chromium, driven by Playwright, with the flags that keep it off the network."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 def listening_addresses(port: int) -> set[str]:

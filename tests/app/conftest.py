@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from studio.app.settings import DIR_ENV
 from studio.store import SQLiteStore
+from tests.app.browser import chromium
 from tests.app.seed import FLOWS, experiment, nested_run, seed_runs
 from tests.optimize.conftest import make_task  # noqa: F401  (the optimizer's task fixture, for the optimizer page)
 
@@ -33,3 +36,11 @@ def app_env(seeded: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     monkeypatch.setenv(DIR_ENV, str(FLOWS))
     return runs
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium for the module's browser tests (each test module that asks skips without it)."""
+    pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[dev]')")
+    with chromium() as launched:
+        yield launched

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.browser import CHROMIUM, CHROMIUM_ARGS, listening_addresses, studio_server
+from tests.app.browser import CHROMIUM, listening_addresses, studio_server
 from tests.app.seed import FLOWS
 from tests.conftest import FLOWSTUDIO, ROOT
 
@@ -27,14 +27,6 @@ def server(seeded: tuple[Path, dict[str, str]], tmp_path_factory: pytest.TempPat
     log = tmp_path_factory.mktemp("server") / "studio.log"
     with studio_server(FLOWSTUDIO, FLOWS, seeded[0], log) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 def test_server_listens_on_loopback_only(server: tuple[str, int]) -> None:

@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +16,7 @@ from typing import Any
 import pytest
 
 from studio.app.canvas import assets_dir, sources_digest
-from tests.app.browser import CHROMIUM, CHROMIUM_ARGS
+from tests.app.browser import CHROMIUM, script_server
 from tests.conftest import ROOT
 
 HARNESS = Path(__file__).with_name("canvas_harness.py")
@@ -40,45 +36,11 @@ browser_only = pytest.mark.skipif(
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the harness did not start:\n{log.read_text(errors='replace')}")
-
-
 @pytest.fixture(scope="module")
 def harness_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
     log = tmp_path_factory.mktemp("canvas") / "streamlit.log"
-    command = [sys.executable, "-m", "streamlit", "run", str(HARNESS), "--server.address", "127.0.0.1",
-               "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none",
-               "--browser.gatherUsageStats", "false"]  # fmt: skip
-    env = os.environ | {"PYTHONPATH": str(ROOT)}
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_healthy(url, process, log)
+    with script_server(HARNESS, log, os.environ | {"PYTHONPATH": str(ROOT)}) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -88,17 +50,14 @@ def errors() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def page(harness_url: str, errors: list[str]) -> Iterator[Any]:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[dev]')")
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(harness_url)
-        canvas(page).get_by_test_id("node-summarise").wait_for(timeout=WAIT_MS)
-        yield page
-        browser.close()
+def page(harness_url: str, errors: list[str], browser: Any) -> Iterator[Any]:
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(harness_url)
+    canvas(page).get_by_test_id("node-summarise").wait_for(timeout=WAIT_MS)
+    yield page
+    page.close()
 
 
 def canvas(page: Any) -> Any:

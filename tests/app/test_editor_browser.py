@@ -15,7 +15,7 @@ import pytest
 
 from studio.app.run_page import flow_files
 from studio.spec import load_flow
-from tests.app.browser import CHROMIUM, CHROMIUM_ARGS, studio_server
+from tests.app.browser import CHROMIUM, studio_server
 from tests.app.editor_browser import WAIT_MS, add_from_palette, big_flow, canvas, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
@@ -41,14 +41,6 @@ def server(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[s
     root = tmp_path_factory.mktemp("editor-server")
     with studio_server(FLOWSTUDIO, folder, root / "flowstudio.db", root / "studio.log") as (url, _):
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -12,8 +12,11 @@ import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from studio.optimize import OptimizeOptions
 
 NOUNS = ("film", "meal", "hotel", "book", "song", "trip", "game", "show", "class", "phone", "lamp", "park")
 
@@ -122,3 +125,15 @@ def make_task(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MakeTask:
         )
 
     return make
+
+
+def options(task: Task, budget: int = 150, **extra: Any) -> OptimizeOptions:
+    return OptimizeOptions(
+        flow=str(task.flow),
+        train=str(task.train),
+        dev=str(task.dev),
+        metric="exact",
+        budget_calls=budget,
+        minibatch=4,
+        **extra,
+    )

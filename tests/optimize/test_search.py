@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from studio.compiler import compile_flow
-from studio.optimize import OptimizeOptions, OptimizeResult, prepare
+from studio.optimize import OptimizeResult, prepare
 from studio.optimize.optimization import Optimization
 from studio.optimize.search import rung_sizes
 from studio.spec import load_flow
@@ -22,19 +22,8 @@ from tests.optimize.conftest import (
     NOTHING_RULES,
     MakeTask,
     Task,
+    options,
 )
-
-
-def options(task: Task, budget: int = 150, **extra: Any) -> OptimizeOptions:
-    return OptimizeOptions(
-        flow=str(task.flow),
-        train=str(task.train),
-        dev=str(task.dev),
-        metric="exact",
-        budget_calls=budget,
-        minibatch=4,
-        **extra,
-    )
 
 
 async def optimize(

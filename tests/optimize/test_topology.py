@@ -9,7 +9,7 @@ import pytest
 
 from studio.compiler import Plan, compile_flow
 from studio.errors import FlowError
-from studio.optimize import OptimizeOptions, prepare
+from studio.optimize import prepare
 from studio.optimize.candidates import Candidate, build, combined, render
 from studio.optimize.meter import Meter
 from studio.optimize.moves import Move
@@ -19,7 +19,7 @@ from studio.optimize.topology import TIDY, answer_moves, remove_moves, tidy_move
 from studio.spec import load_flow, load_flow_text
 from studio.store import MemoryStore
 from studio.templates import render as render_template
-from tests.optimize.conftest import MakeTask, Task
+from tests.optimize.conftest import MakeTask, Task, options
 
 CHAIN = """\
 flowstudio: 1
@@ -252,16 +252,7 @@ nodes:
 
 
 async def optimize(task: Task, budget: int = 200) -> tuple[dict[str, Any], Optimization]:
-    options = OptimizeOptions(
-        flow=str(task.flow),
-        train=str(task.train),
-        dev=str(task.dev),
-        metric="exact",
-        budget_calls=budget,
-        minibatch=4,
-        proposer="none",
-    )
-    optimization = Optimization(prepare(options), MemoryStore())
+    optimization = Optimization(prepare(options(task, budget, proposer="none")), MemoryStore())
     return (await optimization.run()).report, optimization
 
 
