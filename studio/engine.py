@@ -263,6 +263,7 @@ class _Graph:
             else:
                 self.shared.budget.before_step()
                 self.shared.budget.steps += 1
+                self.shared.engine.emit("step_started", run_id=self.shared.run.run_id, node=path)
                 step.inputs = substitute(dict(node.inputs), self.value)
                 step.outputs, step.attempt = await self._attempts(node, path, step.inputs, calls)
                 self.results[node.id] = step.outputs

@@ -30,6 +30,8 @@ class EditorRun:
     def hook(self, *, event: str, **details: Any) -> None:
         if event == "run_started":
             self.run_id = str(details["run_id"])
+        if event == "step_started" and details.get("node") in self.statuses:
+            self.statuses[str(details["node"])] = "running"
         step = details.get("step")
         if event == "step_finished" and isinstance(step, StepRecord) and "[" not in step.node:
             self.statuses[step.node] = "cached" if step.status == "succeeded" and step.cached else step.status
