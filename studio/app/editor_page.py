@@ -195,6 +195,7 @@ def render() -> None:
             _problems(editor)
         with right, st.container(height=680, border=False):  # as tall as the canvas; scrolls inside
             render_inspector(editor)
+    editor.flow.prepare()  # parse for editing while the browser draws
     if current is not None and not current.done:
         time.sleep(POLL_S)
         st.rerun()

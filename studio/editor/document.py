@@ -8,6 +8,7 @@ an edit, so a flow that was opened and not edited keeps its exact bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,15 @@ def _unique(name: str, taken: Any) -> str:
     return f"{name}_{number}"
 
 
+_PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-parse")
+
+
+def _parse(text: str) -> tuple[Any, bool]:
+    """ruamel's round-trip document of `text`, and whether dumping it gives `text` back."""
+    document = round_trip_yaml().load(text)
+    return document, dump(document) == text
+
+
 def _mapping_or_empty(value: Any) -> Any:
     """`value` when it is a mapping, else an empty one (a half-written file has odd shapes)."""
     return value if isinstance(value, dict) else {}
@@ -101,16 +111,26 @@ class EditableFlow:
             raise FlowError("a flow file must be a mapping", file=str(self.path), line=1)
         self._data: Any = data
         self._document: Any = None
+        self._parsing: Future[tuple[Any, bool]] | None = None
         self.text = text
         self._ports: tuple[str, dict[str, NodePorts]] | None = None
         self.canonical: bool | None = None
         """Whether the text is exactly what ruamel writes (found out at the first edit)."""
 
+    def prepare(self) -> None:
+        """Parse the round-trip document (and learn whether the text is canonical) in the
+        background, so that the first edit does not wait for it; the page calls this once the
+        canvas is drawn."""
+        if self._document is None and self._parsing is None:
+            self._parsing = _PARSER.submit(_parse, self.text)
+
     @property
     def document(self) -> Any:
         """The round-trip document that edits change (parsed on first use)."""
         if self._document is None:
-            self._document = round_trip_yaml().load(self.text)
+            document, canonical = self._parsing.result() if self._parsing else _parse(self.text)
+            self._document, self._parsing = document, None
+            self.canonical = canonical if self.canonical is None else self.canonical
         return self._document
 
     # -- reading -----------------------------------------------------------------------------
@@ -150,9 +170,8 @@ class EditableFlow:
 
     def _edit(self, change: Any) -> Any:
         """Run `change()` on the document and refresh the text (carrying it onto a hand-made layout)."""
-        before = self.text if self.canonical else dump(self.document)
-        if self.canonical is None:
-            self.canonical = before == self.text
+        document = self.document  # parsed, and `canonical` known
+        before = self.text if self.canonical else dump(document)
         result = change()
         after = dump(self.document)
         self.text = after if self.canonical else carry_over(self.text, before, after)
