@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -40,8 +41,6 @@ def _free_name(folder: Path) -> str:
 
 def _create(folder: Path, name: str, start: Path | None) -> Path:
     """Write a new flow file: empty, or a copy of `start` under the new name (with its layout)."""
-    import re
-
     if not re.fullmatch(FLOW_NAME, name):
         raise FlowError("a flow name is lowercase letters, digits and dashes", field="name")
     path = folder / f"{name}.yaml"

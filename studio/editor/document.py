@@ -294,7 +294,7 @@ class EditableFlow:
         self._edit(lambda: self._delete(set(nodes), edges))
 
     def _delete(self, gone: set[str], edges: list[str]) -> None:
-        for edge in edges:
+        for edge in (e for e in edges if "->" in e and "." in e.split("->", 1)[1]):
             source, target = edge.split("->", 1)
             node, port = target.rsplit(".", 1)
             if node == OUTPUTS:
