@@ -294,8 +294,9 @@ class EditableFlow:
         self._edit(lambda: self._delete(set(nodes), edges))
 
     def _delete(self, gone: set[str], edges: list[str]) -> None:
-        for edge in (e for e in edges if "->" in e and "." in e.split("->", 1)[1]):
-            source, target = edge.split("->", 1)
+        for source, target in (e.split("->", 1) for e in edges if "->" in e):
+            if "." not in source or "." not in target:
+                continue  # not an edge id this editor made
             node, port = target.rsplit(".", 1)
             if node == OUTPUTS:
                 self.section("outputs").pop(port, None)  # type: ignore[attr-defined]
