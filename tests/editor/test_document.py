@@ -198,3 +198,10 @@ def test_bad_yaml_in_the_yaml_tab_is_refused_and_nothing_changes(flows_copy: Pat
     with pytest.raises(Exception, match=r"line"):
         editor.replace_text("flowstudio: 1\nname: [unclosed\n")
     assert editor.flow.text == before
+
+
+def test_edge_ids_the_editor_did_not_make_change_nothing(flows_copy: Path) -> None:
+    editor = Editor(flows_copy / "headline.yaml")
+    before = editor.flow.text
+    editor.delete([], ["garbage", "a->b", "a->b.c", "x.y->headline.summary"])
+    assert editor.flow.text == before
