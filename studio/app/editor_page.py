@@ -92,14 +92,25 @@ def _pick(folder: Path) -> Editor | None:
     with left:
         path = st.selectbox("Flow", files, format_func=lambda p: str(p.relative_to(folder)), key="editor_flow")
     editors = _editors()
-    if str(path) not in editors:
+    editor = editors.get(str(path))
+    if editor is not None and editor.changed_on_disk() and not _keep_or_reload(editor):
+        editor = None
+    if editor is None:
         try:
-            editors[str(path)] = Editor(path)
+            editors[str(path)] = editor = Editor(path)
         except FlowError as err:
             st.error("This file cannot be opened in the editor.")
             st.code(str(err), language=None, wrap_lines=True)
             return None
-    return editors[str(path)]
+    return editor
+
+
+def _keep_or_reload(editor: Editor) -> bool:
+    """The file changed on disk: reload it when nothing here is unsaved, else let the person choose."""
+    if not editor.dirty:
+        return False
+    st.warning(f"{editor.path.name} changed on disk since it was opened here; saving will overwrite it.")
+    return not st.button("Reload from disk (discard the changes made here)", key="editor_reload")
 
 
 def _run_form(editor: Editor) -> None:

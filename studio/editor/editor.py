@@ -98,6 +98,13 @@ class Editor:
         self.checked, self.problems = checked.flow, checked.problems
         return checked.data
 
+    def changed_on_disk(self) -> bool:
+        """Whether the file was changed by someone else since it was opened or saved here."""
+        try:
+            return self.path.read_text(encoding="utf-8") != self.saved_text
+        except OSError:
+            return True
+
     @property
     def dirty(self) -> bool:
         """Whether saving would write something."""

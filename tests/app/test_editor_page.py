@@ -1,0 +1,79 @@
+"""The Editor page's logic through Streamlit's AppTest (the canvas itself is tested in a browser)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from studio.app.settings import DIR_ENV
+from tests.conftest import FIXTURES
+
+TIMEOUT = 30
+
+
+def _editor_page() -> None:
+    from studio.app.editor_page import render
+
+    render()
+
+
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copy(FIXTURES / "commented.yaml", tmp_path / "commented.yaml")
+    monkeypatch.setenv(DIR_ENV, str(tmp_path))
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "runs.db"))
+    return tmp_path
+
+
+def _open(folder: Path) -> AppTest:
+    page = AppTest.from_function(_editor_page, default_timeout=TIMEOUT)
+    page.run()
+    assert not page.exception, page.exception
+    return page
+
+
+def folder_path(page: AppTest) -> Path:
+    return Path(page.session_state["editor_flow"])
+
+
+def test_a_file_changed_on_disk_is_reloaded_when_nothing_here_is_unsaved(folder: Path) -> None:
+    page = _open(folder)
+    path = folder / "commented.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("Answer:", "A:"), encoding="utf-8")
+    page.run()
+    assert "A:" in page.session_state["editors"][str(path)].flow.text
+    assert not page.warning
+
+
+def test_unsaved_work_is_kept_when_the_file_changes_on_disk(folder: Path) -> None:
+    page = _open(folder)
+    path = folder / "commented.yaml"
+    editor = page.session_state["editors"][str(path)]
+    editor.edit_field("answer", "description", "kept")
+    path.write_text(path.read_text(encoding="utf-8").replace("Answer:", "A:"), encoding="utf-8")
+    page.run()
+    assert "changed on disk" in page.warning[0].value
+    assert "description: kept" in page.session_state["editors"][str(path)].flow.text
+    page.button(key="editor_reload").click().run()
+    assert "description: kept" not in page.session_state["editors"][str(path)].flow.text
+
+
+def test_a_new_flow_is_created_without_typing(folder: Path) -> None:
+    page = _open(folder)
+    page.button(key="new_flow_create").click().run()
+    assert (folder / "new-flow.yaml").exists()
+    assert folder_path(page) == folder / "new-flow.yaml"
+
+
+def test_the_yaml_view_refuses_bad_yaml_and_changes_nothing(folder: Path) -> None:
+    page = _open(folder)
+    before = (folder / "commented.yaml").read_text(encoding="utf-8")
+    page.segmented_control(key="editor_view").set_value("YAML").run()
+    area = next(a for a in page.text_area if a.label == "YAML")
+    area.set_value("flowstudio: 1\nname: [unclosed\n")
+    page.button(key="editor_apply_yaml").click().run()
+    assert page.error and "commented.yaml:3: invalid YAML" in page.error[0].value  # file and line
+    assert page.session_state["editors"][str(folder / "commented.yaml")].flow.text == before
