@@ -241,18 +241,25 @@ class EditableFlow:
         self, source: str, source_port: str, target: str, target_port: str, ports: dict[str, NodePorts]
     ) -> str | None:
         what = f"{source}.{source_port} to {target}.{target_port}"
+        new_input = source == INPUTS and source_port == ADD_PORT
         if source == target:
             return f"cannot connect {what}: a node cannot feed itself"
-        if target == OUTPUTS or (source == INPUTS and source_port == ADD_PORT):
-            return None
+        if target == OUTPUTS:
+            return f"cannot connect {what}: put a node between the flow's inputs and outputs" if new_input else None
         if target not in ports:
             return f"cannot connect {what}: there is no node {target!r}"
         if target_port == ADD_PORT:
+            if new_input:
+                return f"cannot connect {what}: drag from a named input, or onto a named port"
             return None if ports[target].templated else f"cannot connect {what}: {target} takes no extra inputs"
         port = ports[target].input(target_port)
+        if port is None:
+            return f"cannot connect {what}: {target} has no input {target_port!r}"
+        if new_input:
+            return None  # a new flow input, typed after the port
         stype = source_type(parse_value(_ref_text(source, source_port)), self.input_types(), ports)
-        if port is None or stype is None:
-            return f"cannot connect {what}: no such port"
+        if stype is None:
+            return f"cannot connect {what}: {source} has no output {source_port!r}"
         if source != INPUTS and target in self._upstream(source):
             return f"cannot connect {what}: it would make a cycle"
         return refusal(stype, port.type, f"{source}.{source_port} ({stype}) to {target}.{target_port} ({port.type})")

@@ -205,3 +205,23 @@ def test_edge_ids_the_editor_did_not_make_change_nothing(flows_copy: Path) -> No
     before = editor.flow.text
     editor.delete([], ["garbage", "a->b", "a->b.c", "x.y->headline.summary"])
     assert editor.flow.text == before
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "words"),
+    [
+        ((INPUTS, "+"), (OUTPUTS, "+"), "put a node between"),
+        ((INPUTS, "+"), ("headline", "+"), "drag from a named input"),
+        ((INPUTS, "+"), ("headline", "nope"), "has no input 'nope'"),
+        (("summarise", "nope"), ("headline", "summary"), "has no output 'nope'"),
+        (("title_case", "text"), ("headline", "summary"), "cycle"),
+    ],
+)
+def test_wires_that_make_no_sense_are_refused(
+    flows_copy: Path, source: tuple[str, str], target: tuple[str, str], words: str
+) -> None:
+    editor = Editor(flows_copy / "headline.yaml")
+    before = editor.flow.text
+    assert not editor.connect(*source, *target)
+    assert editor.message is not None and words in editor.message.text
+    assert editor.flow.text == before
