@@ -36,7 +36,7 @@ def _widget(field: Field, value: Any, key: str) -> Any:
     return st.text_input(label, value=value, help=help_text, key=key)
 
 
-def _node_fields(editor: Editor, node_id: str, spec: Any, prefix: str) -> dict[str, Any]:
+def _node_fields(editor: Editor, spec: Any, prefix: str) -> dict[str, Any]:
     cls = registry.get(str(spec.get("type")))
     values: dict[str, Any] = {
         "description": st.text_input("description", value=str(spec.get("description", "")), key=f"{prefix}-description")
@@ -62,7 +62,7 @@ def render_inspector(editor: Editor) -> None:
     fields = config_fields(str(spec.get("type")))
     prefix = f"inspect-{node_id}-{editor.version}"
     with st.form(prefix, border=False):
-        node_values = _node_fields(editor, node_id, spec, prefix)
+        node_values = _node_fields(editor, spec, prefix)
         submitted = {f.key: _widget(f, shown(f, config), f"{prefix}-{f.key}") for f in fields}
         if not st.form_submit_button("Apply", type="primary"):
             return

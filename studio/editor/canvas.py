@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from studio import registry
@@ -20,8 +21,9 @@ def _category(node_type: str) -> str:
     return node_type.split(".", 1)[0]
 
 
+@cache
 def palette() -> list[dict[str, str]]:
-    """Every registered node type, with the first line of its docstring."""
+    """Every registered node type, with the first line of its docstring (the same for every rerun)."""
     found = []
     for key in registry.keys():  # noqa: SIM118 - a module function, not a dict
         cls = registry.get(key)

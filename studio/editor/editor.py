@@ -45,11 +45,21 @@ def _write(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(size, modification time) of a file, None when it is gone."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_size, status.st_mtime_ns
+
+
 class Editor:
     """The flow under edit; `apply` takes the canvas component's events."""
 
     def __init__(self, path: Path, text: str | None = None) -> None:
         self.path = path
+        self._disk_stamp = _stamp(path)
         self.saved_text = path.read_text(encoding="utf-8") if text is None and path.exists() else (text or "")
         self.checked: Flow | None = None
         """The flow as it stands, when it compiles."""
@@ -99,11 +109,18 @@ class Editor:
         return checked.data
 
     def changed_on_disk(self) -> bool:
-        """Whether the file was changed by someone else since it was opened or saved here."""
+        """Whether the file was changed by someone else since it was opened or saved here
+        (read again only when its size or modification time moved: the page asks on every rerun)."""
+        stamp = _stamp(self.path)
+        if stamp == self._disk_stamp:
+            return False
         try:
-            return self.path.read_text(encoding="utf-8") != self.saved_text
+            changed = self.path.read_text(encoding="utf-8") != self.saved_text
         except OSError:
             return True
+        if not changed:
+            self._disk_stamp = stamp
+        return changed
 
     @property
     def dirty(self) -> bool:
@@ -142,8 +159,10 @@ class Editor:
             self.move({str(k): (float(v["x"]), float(v["y"])) for k, v in dict(event.get("positions") or {}).items()})
         elif kind == "select":
             self.selected = str(event["node"]) if event.get("node") else None
-        elif kind in ("undo", "redo"):
-            self.undo() if kind == "undo" else self.redo()
+        elif kind == "undo":
+            self.undo()
+        elif kind == "redo":
+            self.redo()
 
     def add_node(self, node_type: str, position: tuple[float, float] | None = None) -> str:
         node_id = self.flow.add_node(node_type)
@@ -215,6 +234,7 @@ class Editor:
             _write(sidecar, sidecar_text(self.path.stem, self.layout))
             written.append(sidecar)
         self.saved_text, self.saved_layout = self.flow.text, dict(self.layout)
+        self._disk_stamp = _stamp(self.path)
         self.message = Message("info", "saved " + ", ".join(p.name for p in written) if written else "nothing to save")
         return written
 
