@@ -7,7 +7,7 @@ from functools import cache
 from typing import Any
 
 from studio import registry
-from studio.editor.document import ADD_PORT, EditableFlow, edge_id, edges
+from studio.editor.document import EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
 from studio.editor.ports import Port
 from studio.editor.problems import Problem
@@ -114,6 +114,3 @@ def canvas_edges(flow: EditableFlow) -> list[dict[str, str]]:
             }
         )
     return found
-
-
-__all__ = ["ADD_PORT", "canvas_edges", "canvas_nodes", "palette"]

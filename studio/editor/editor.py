@@ -22,7 +22,6 @@ from studio.editor.layout import (
     sidecar_text,
 )
 from studio.editor.problems import Problem, check
-from studio.errors import FlowError
 from studio.spec import Flow
 
 
@@ -254,6 +253,3 @@ class Editor:
             "can_redo": self.history.can_redo,
             "fit": fit,
         }
-
-
-__all__ = ["Editor", "FlowError", "Message"]

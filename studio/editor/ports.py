@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from studio import registry
 from studio.errors import FlowError
 from studio.node import Node, TemplateInputs
-from studio.refs import FLOW_INPUTS, Ref, parse_value
+from studio.refs import FLOW_INPUTS, Ref
 from studio.types import ANY, PortType, accepts, parse_type
 
 
@@ -98,8 +98,3 @@ def refusal(source: PortType, target: PortType, what: str) -> str | None:
     if accepts(target, source):
         return None
     return f"cannot connect {what}: {source} does not fit {target}"
-
-
-def wires(inputs: dict[str, Any]) -> dict[str, Ref]:
-    """The node's inputs that are references (single `$node.port` values)."""
-    return {name: ref for name, value in inputs.items() if isinstance(ref := parse_value(value), Ref)}
