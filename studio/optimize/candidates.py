@@ -50,6 +50,8 @@ class Candidate:
     cost_usd: dict[int, float] = field(default_factory=dict)
     requests: dict[int, str] = field(default_factory=dict)
     """Dev example index → fingerprint of the prompts its run sent."""
+    held_out: dict[int, float] = field(default_factory=dict)
+    """Train example index → score, on train examples that break ties on dev (never its demos)."""
     rung: int = 0
     """The last rung of successive halving it was evaluated on."""
     round: int = 0
@@ -66,6 +68,19 @@ class Candidate:
     def score_on(self, indices: list[int]) -> float:
         """Mean score over the given dev examples (all must be evaluated)."""
         return sum(self.scores[i] for i in indices) / len(indices) if indices else 0.0
+
+    def held_out_on(self, indices: list[int]) -> float:
+        """Mean score over the given train examples (all must be evaluated)."""
+        return sum(self.held_out[i] for i in indices) / len(indices) if indices else 0.0
+
+    def shown(self) -> set[str]:
+        """Every value its nodes' demos hold: a train example with one of these as input may be a demo."""
+        assert self.plan is not None
+        values: set[str] = set()
+        for planned in self.plan.nodes.values():
+            for demo in getattr(planned.node.config, "demos", None) or []:
+                values.update(str(value) for value in demo.values())
+        return values
 
     @property
     def examples(self) -> int:
@@ -99,6 +114,8 @@ class Candidate:
             "rung": self.rung,
             "examples": self.examples,
             "score": round(self.score, 6),
+            "held_out_examples": len(self.held_out),
+            "held_out_score": round(self.held_out_on(sorted(self.held_out)), 6) if self.held_out else None,
             "calls_per_example": round(self.calls_per_example, 3),
             "tokens_per_example": round(self.tokens_per_example, 3),
             "cost_per_example": round(self.cost_per_example, 10),

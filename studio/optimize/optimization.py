@@ -194,13 +194,15 @@ class Optimization:
         self.store.finish_experiment(self.experiment_id, summary)
 
     def _choose(self, search: Search) -> Candidate:
-        """The best dev score among fully evaluated candidates within the cost limit (ties: cheaper)."""
+        """The best dev score among fully evaluated candidates within the cost limit: the search's
+        best where it is one of them (it won its ties on held-out train examples), else the cheaper."""
         full = [c for c in search.candidates if c.examples == len(self.prepared.dev.examples)]
         limit = self.options.max_cost_per_example
         within = [c for c in full if limit is None or c.cost_per_example <= limit]
         if not within:
             return min(full, key=lambda c: c.cost_per_example)
-        return max(within, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example, c.id == "c0"))
+        top = max(within, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example, c.id == "c0"))
+        return search.best if search.best in within and search.best.score == top.score else top
 
     async def _test(
         self, evaluator: Evaluator, before: Candidate, after: Candidate

@@ -74,13 +74,14 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "## Candidates",
         "",
-        "| candidate | parent | round | rung | dev examples | score | calls / example | change |",
-        "|---|---|---|---|---|---|---|---|",
+        "| candidate | parent | round | rung | dev examples | score | held-out train (ties) | calls / example | change |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["candidates"]:
+        held_out = f"{row['held_out_score']:.3f} on {row['held_out_examples']}" if row["held_out_examples"] else "-"
         lines.append(
             f"| {row['candidate']} | {row['parent'] or '-'} | {row['round']} | {row['rung']} | {row['examples']} | "
-            f"{row['score']:.3f} | {row['calls_per_example']:.2f} | {row['move']} |"
+            f"{row['score']:.3f} | {held_out} | {row['calls_per_example']:.2f} | {row['move']} |"
         )
     lines += ["", "## Change to the flow", ""]
     lines += (

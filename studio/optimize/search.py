@@ -10,6 +10,8 @@
    minibatch twice as large (nested, so no example runs twice), and so on up to the whole
    dev set, where a candidate must beat the best to replace it. Moves that held up in a
    round are tried again on top of the next best, so good edits of different kinds combine.
+   A tie on all of dev (a small or saturated dev set cannot tell them apart) is broken on the
+   train examples that neither shows as a demo: the challenger must beat the best there.
 4. Every evaluation is checked against the budget before it starts (calls per example
    measured so far, scaled by the strategy's call count); the meter enforces the limit
    regardless, and an evaluation cut short by it is discarded, never scored.
@@ -34,7 +36,7 @@ from studio.optimize.evaluate import BudgetSpent, Evaluator
 from studio.optimize.meter import Meter
 from studio.optimize.moves import Move, NodeMoves, round_moves
 from studio.optimize.proposers import Rewrite, library, proposed
-from studio.optimize.topology import topology_moves
+from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
 from studio.spec import Flow
 
 Progress = Callable[..., None]
@@ -63,6 +65,8 @@ class Settings:
     """Train examples run to bootstrap demos (fewer when the budget is small)."""
     proposals: int = 2
     """Instructions asked of the proposer model per node and round."""
+    tie_breaks: int = 2
+    """Candidates per round that tie the best on all of dev and are then run on held-out train examples."""
     seed: int = 0
 
 
@@ -180,8 +184,8 @@ class Search:
         try:
             await self._bootstrap()
             for number in range(1, self.settings.max_rounds + 1):
-                if self.best.score >= PERFECT:
-                    self.stopped = "the dev score is perfect"
+                if await self._perfect():
+                    self.stopped = "the score is perfect on dev and on the held-out train examples"
                     break
                 if not await self._round(number):
                     break
@@ -218,6 +222,7 @@ class Search:
         self._emit("bootstrap", message=f"bootstrapping demos from {count} train examples")
         assert self.best.plan is not None
         for done in await self.evaluator.run(self.best.plan, examples):
+            self.best.held_out[done.example.index] = done.score
             run_id = done.result.outcome.run_id
             steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
             outcome = done.result.outcome
@@ -248,14 +253,17 @@ class Search:
             candidate.id = f"c{len(self.candidates)}"
             self._add(candidate)
         self._emit("round", message=f"round {number}: racing {len(racing)} candidates", alive=len(racing))
-        winners = await self._race(racing)
+        winners, tied = await self._race(racing)
+        if not winners and tied:
+            winners = await self._tie_break(tied)
         if winners:
             best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example))
             self._new_best(best)
         return True
 
-    async def _race(self, racing: list[tuple[Candidate, Move]]) -> list[Candidate]:
-        """Successive halving over nested minibatches; the candidates that beat the best on all of dev."""
+    async def _race(self, racing: list[tuple[Candidate, Move]]) -> tuple[list[Candidate], list[Candidate]]:
+        """Successive halving over nested minibatches; the candidates that beat the best on all of
+        dev, and those that tie it there."""
         order = self.rng.sample(range(len(self.dev.examples)), len(self.dev.examples))
         sizes = rung_sizes(self.settings.minibatch, len(order))
         alive = [candidate for candidate, _ in racing]
@@ -274,15 +282,54 @@ class Search:
             evaluated = [c for c in evaluated if not self._same_prompts(c, subset)]
             ranked = sorted(evaluated, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.calls_per_example))
             if size == len(order):
-                return [c for c in ranked if c.score_on(subset) > reference]
+                tied = [c for c in ranked if c.score_on(subset) == reference]
+                return [c for c in ranked if c.score_on(subset) > reference], tied
             holding = [c for c in ranked if c.score_on(subset) >= reference]
             if rung == 0:
                 self.promising = [moves[c.id] for c in holding if c.score_on(subset) > reference]
             alive = holding[: max(1, math.ceil(len(ranked) / self.settings.eta))]
             self._emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
             if not alive:
-                return []
+                return [], []
+        return [], []
+
+    async def _tie_break(self, tied: list[Candidate]) -> list[Candidate]:
+        """The first tied candidate that beats the best on the train examples neither shows as a demo."""
+        for candidate in tied[: self.settings.tie_breaks]:
+            rows = sorted(set(self._held_out(candidate)) & set(self._held_out(self.best)))
+            if len(rows) < self.settings.minibatch:
+                continue  # too few to tell them apart
+            need = sum(self.estimate(c, sum(i not in c.held_out for i in rows)) for c in (self.best, candidate))
+            if not self.affordable(need):
+                break
+            self._emit("tie", message=f"{candidate.id} ties the best on dev: both run on {len(rows)} train examples")
+            for side in (self.best, candidate):
+                await self._evaluate_held_out(side, rows)
+            if candidate.held_out_on(rows) > self.best.held_out_on(rows):
+                return [candidate]
         return []
+
+    async def _perfect(self) -> bool:
+        """Whether no candidate can beat the best: perfect on dev and on the train examples a tie
+        would be broken on (run now, when it is perfect on dev), or too few of those to tell."""
+        if self.best.score < PERFECT:
+            return False
+        rows = self._held_out(self.best)
+        if len(rows) < self.settings.minibatch:
+            return True
+        await self._evaluate_held_out(self.best, rows)
+        return self.best.held_out_on(rows) >= PERFECT
+
+    def _held_out(self, candidate: Candidate) -> list[int]:
+        """Train examples none of whose inputs the candidate's demos hold."""
+        shown = candidate.shown()
+        return [e.index for e in self.train.examples if not any(str(v) in shown for v in e.inputs.values())]
+
+    async def _evaluate_held_out(self, candidate: Candidate, indices: list[int]) -> None:
+        assert candidate.plan is not None
+        todo = [self.train.examples[i] for i in indices if i not in candidate.held_out]
+        for done in await self.evaluator.run(candidate.plan, todo):
+            candidate.held_out[done.example.index] = done.score
 
     def _same_prompts(self, candidate: Candidate, subset: list[int]) -> bool:
         """Whether the candidate sent the best's prompts (a move without effect, dropped at once).
@@ -305,21 +352,24 @@ class Search:
             if node.id not in self.best.plan.nodes:
                 continue  # a topology move removed it
             config = self.best.plan.nodes[node.id].node.config.model_dump()
-            rewrites = library(node, self._expected(node), config)
+            # a node writing expressions for the calculator: the train answers and traces show numbers
+            answers = f"{node.id}{CALCULATE_SUFFIX}" not in self.best.plan.nodes
+            rewrites = library(node, self._expected(node) if answers else [], config)
             rewrites += await self._proposals(node, config, number)
             nodes.append(
                 NodeMoves(
                     node,
                     config,
                     self.best.plan.nodes[node.id].model or "default",
-                    demo_pools.bootstrapped(node, self.traces),
-                    demo_pools.labelled(self.flow, node, self.train),
+                    demo_pools.bootstrapped(node, self.traces) if answers else [],
+                    demo_pools.labelled(self.flow, node, self.train) if answers else [],
                     rewrites,
                 )
             )
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
-        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology_moves(self.best.plan))
+        topology = topology_moves(self.best.plan, numeric_outputs(self.train))
+        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology)
 
     async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:
         if self.propose is None or not self.traces or not self.affordable(self.settings.proposals):

@@ -10,13 +10,20 @@ and one it removed is not offered:
   non-empty line of the answer, trimmed; the output reads it. No model call.
 - answer: after such a node, an `llm.generate` in completion form that reads the node's prompt
   and its draft and writes the final answer only (AFlow's format operator): one call more.
+- calculate: where a flow output is expected to be a number (every train answer is one), the
+  `llm.generate` node behind it writes an arithmetic expression instead and a `tool.python` node
+  works it out with the built-in `calculator` tool (AFlow's programmer operator, program-of-thought
+  prompting); the output reads the tool's result. No model call more.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from typing import Any
 
 from studio.compiler import Plan
+from studio.datasets import Dataset
 from studio.optimize.candidates import REMOVE, Path
 from studio.optimize.moves import Move
 from studio.refs import FLOW_INPUTS, Ref, refs_in
@@ -28,12 +35,18 @@ TIDY = "{{ text.strip().split('\\n')[0].strip() }}"
 DRAFT = "draft"
 """The input an added answer node reads the draft from."""
 ANSWER_SUFFIX = "_answer"
+CALCULATE_SUFFIX = "_calculate"
+EXPRESSION_CUE = "As an arithmetic expression:"
+CALCULATE_DROPS = ("instructions", "demos", "strategy", "samples")
+"""Config a node turned expression writer loses: it described, showed or sampled the old answers."""
+NUMBER = re.compile(r"\s*-?\d+(\.\d+)?\s*")
 
 
-def topology_moves(plan: Plan) -> list[Move]:
-    """Every add and remove move on the flow `plan` was compiled from: tidy first (free), then
-    remove (cheaper), then answer (one call more)."""
-    return [*tidy_moves(plan), *remove_moves(plan), *answer_moves(plan)]
+def topology_moves(plan: Plan, numeric: Collection[str] = ()) -> list[Move]:
+    """Every add and remove move on the flow `plan` was compiled from: the free ones first (tidy,
+    calculate for the flow outputs named in `numeric`), then remove (cheaper), then answer (one call
+    more)."""
+    return [*tidy_moves(plan), *calculate_moves(plan, numeric), *remove_moves(plan), *answer_moves(plan)]
 
 
 def _rewire(value: Any, old: str, new: str) -> Any:
@@ -149,4 +162,80 @@ def answer_moves(plan: Plan) -> list[Move]:
         edits: dict[Path, Any] = {("nodes", answer): node}
         edits.update(_rewired(plan, str(Ref(node_id, "text")), str(Ref(answer, "text")), consumers=False))
         moves.append(Move("topology", node_id, f"add {answer} (a call that writes the final answer)", edits))
+    return moves
+
+
+def numeric_outputs(train: Dataset) -> list[str]:
+    """Flow outputs whose expected value is a number in every train row (calculate's evidence)."""
+
+    def number(value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, (int, float)) or (isinstance(value, str) and NUMBER.fullmatch(value) is not None)
+
+    rows = [example.expected for example in train.examples]
+    return [output for output in train.expect if rows and all(number(row.get(output)) for row in rows)]
+
+
+def _behind(plan: Plan, output: str) -> tuple[str, str | None] | None:
+    """The `llm.generate` node whose answer the flow output reads, directly or through one
+    `text.template` that reads nothing else: (node, template or None)."""
+    ref = plan.outputs.get(output)
+    if not isinstance(ref, Ref) or ref.node not in plan.nodes:
+        return None
+    hop = None
+    if plan.nodes[ref.node].type == "text.template":
+        wires = set(refs_in(dict(plan.nodes[ref.node].inputs)))
+        if len(wires) != 1:
+            return None
+        hop, (ref,) = ref.node, wires
+    planned = plan.nodes.get(ref.node)
+    if planned is None or planned.type != "llm.generate" or ref.port != "text":
+        return None
+    return ref.node, hop
+
+
+def _read_elsewhere(plan: Plan, node_id: str, output: str) -> bool:
+    """Whether another flow output or any node reads `node_id`, or names it in `when` or `after`."""
+    if any(isinstance(v, Ref) and v.node == node_id for name, v in plan.outputs.items() if name != output):
+        return True
+    for other, planned in plan.nodes.items():
+        spec = plan.flow.spec.nodes[other]
+        if any(r.node == node_id for r in refs_in(dict(planned.inputs))):
+            return True
+        if node_id in planned.when_deps or node_id in spec.after:
+            return True
+    return False
+
+
+def calculate_moves(plan: Plan, numeric: Collection[str]) -> list[Move]:
+    """The node behind a numeric output writes an expression; the calculator tool works it out."""
+    moves = []
+    for output in numeric:
+        found = _behind(plan, output)
+        if found is None:
+            continue
+        node_id, hop = found
+        calculate = f"{node_id}{CALCULATE_SUFFIX}"
+        if calculate in plan.nodes:
+            continue
+        spec = plan.flow.spec.nodes[node_id]
+        cues = [f"{name.replace('_', ' ').capitalize()}: {{{{ {name} }}}}" for name in spec.inputs]
+        path = ("nodes", node_id, "config")
+        edits: dict[Path, Any] = {(*path, key): REMOVE for key in CALCULATE_DROPS if key in spec.config}
+        edits[(*path, "form")] = "completion"
+        edits[(*path, "prompt")] = "\n".join([*cues, EXPRESSION_CUE])
+        edits[(*path, "stop")] = ["\n", "="]
+        edits["nodes", calculate] = {
+            "type": "tool.python",
+            "description": f"Works out the expression {node_id} writes (added by the optimizer).",
+            "inputs": {"expression": str(Ref(node_id, "text"))},
+            "config": {"tool": "calculator"},
+        }
+        edits["outputs", output] = str(Ref(calculate, "result"))
+        if hop is not None and not _read_elsewhere(plan, hop, output):
+            edits["nodes", hop] = REMOVE
+        moves.append(
+            Move("topology", node_id, f"add {calculate} (write an expression, the calculator works it out)", edits)
+        )
     return moves

@@ -23,6 +23,8 @@ from tests.optimize.conftest import (
     MakeTask,
     Task,
     options,
+    rows,
+    write_jsonl,
 )
 
 
@@ -212,3 +214,36 @@ async def test_a_move_without_effect_is_dropped_at_once(make_task: MakeTask) -> 
     same = [c for c in optimization.search.candidates if c.move == "classify: list_labels: true"]
     assert same and all(c.examples == 4 for c in same)
     assert optimization.search.best.score == 1.0
+
+
+SHIFT_RULES = r"""      - {match: "(?s)\\bgood\\b[^\\n]*\\nLabel:$", reply: positive}
+      - {match: "(?s)\\bbad\\b[^\\n]*\\nLabel:$", reply: negative}
+      - {match: "(?s)Label: \\w+\\n.*\\bfine\\b[^\\n]*\\nLabel:$", reply: positive}
+      - {match: "(?s)Label: \\w+\\n.*\\bawful\\b[^\\n]*\\nLabel:$", reply: negative}
+      - {reply: unsure}"""
+"""good and bad are right zero-shot; fine and awful only with a demo."""
+
+
+def worded(rows_: list[dict[str, str]], positive: str, negative: str) -> list[dict[str, str]]:
+    swap = {"good": positive, "bad": negative}
+    return [{**row, "text": " ".join(swap.get(w, w) for w in row["text"].split())} for row in rows_]
+
+
+async def test_a_tie_on_dev_is_broken_on_held_out_train_examples(make_task: MakeTask) -> None:
+    task = make_task(SHIFT_RULES)
+    write_jsonl(task.train, worded(rows(12, 0), "fine", "awful"))  # the dev set has only the easy words
+    result, optimization = await optimize(task, 200, proposer="none")
+    report = result.report
+    assert report["before"]["dev"] == 1.0 == report["after"]["dev"]  # dev cannot tell them apart
+    assert "labelled demos" in report["after"]["move"]
+    search = optimization.search
+    assert search is not None
+    baseline, chosen = search.candidates[0], search.best
+    assert report["after"]["candidate"] == chosen.id
+    rows_ = sorted(set(chosen.held_out) & set(baseline.held_out))
+    assert rows_ and chosen.held_out_on(rows_) == 1.0 > baseline.held_out_on(rows_) == 0.0
+    shown = chosen.shown()
+    assert not any(search.train.examples[i].inputs["text"] in shown for i in chosen.held_out)  # never its demos
+    assert search.stopped == "the score is perfect on dev and on the held-out train examples"
+    markdown = (task.folder / "flow.optimized.report.md").read_text()
+    assert f"| 1.000 on {len(chosen.held_out)} |" in markdown  # the tie-break's evidence is in the report

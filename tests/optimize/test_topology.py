@@ -3,11 +3,13 @@ and the search keeps a changed graph when it scores better."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from studio.compiler import Plan, compile_flow
+from studio.datasets import load_dataset
 from studio.errors import FlowError
 from studio.optimize import prepare
 from studio.optimize.candidates import Candidate, build, combined, render
@@ -15,11 +17,19 @@ from studio.optimize.meter import Meter
 from studio.optimize.moves import Move
 from studio.optimize.optimization import Optimization
 from studio.optimize.search import Search, Settings, calls_per_example
-from studio.optimize.topology import TIDY, answer_moves, remove_moves, tidy_moves, topology_moves
+from studio.optimize.topology import (
+    TIDY,
+    answer_moves,
+    calculate_moves,
+    numeric_outputs,
+    remove_moves,
+    tidy_moves,
+    topology_moves,
+)
 from studio.spec import load_flow, load_flow_text
 from studio.store import MemoryStore
 from studio.templates import render as render_template
-from tests.optimize.conftest import MakeTask, Task, options
+from tests.optimize.conftest import NOTHING_RULES, MakeTask, Task, options, write_jsonl
 
 CHAIN = """\
 flowstudio: 1
@@ -282,3 +292,99 @@ async def test_removing_a_harmful_node_wins_and_later_moves_build_on_it(make_tas
     assert report["after"]["calls_per_example"] == 1.0 < report["before"]["calls_per_example"]
     assert optimization.search is not None
     assert any(c.kind == "topology" and c.examples for c in optimization.search.candidates)
+
+
+# -- calculate -------------------------------------------------------------------------------
+
+ARITHMETIC = """\
+flowstudio: 1
+name: arithmetic
+inputs:
+  question: {{type: str}}
+outputs:
+  answer: $last.text
+models:
+  default:
+    model: scripted
+    retry_backoff_s: 0
+    script:
+{rules}
+nodes:
+  solve:
+    type: llm.generate
+    inputs: {{question: $inputs.question}}
+    config:
+      form: completion
+      instructions: Answer with a number.
+      prompt: "Question: {{{{ question }}}}\\nAnswer:"
+      demos: [{{question: "What is 1 plus 1?", text: "2"}}]
+  last:   # the last word of the answer
+    type: text.template
+    inputs: {{text: $solve.text}}
+    config: {{template: "{{{{ text.split() | last }}}}"}}
+"""
+PAIRS = ((12, 7), (30, 45), (8, 9), (61, 23), (5, 77), (40, 2))
+
+
+def arithmetic_rules() -> str:
+    """The model writes each question's expression right, but gets every answer wrong."""
+    rules = [
+        f'      - {{match: "What is {a} plus {b}\\\\?\\\\nAs an arithmetic expression:$", reply: "{a} + {b}"}}'
+        for a, b in PAIRS
+    ]
+    return "\n".join([*rules, '      - {reply: "I think 1000"}'])
+
+
+def arithmetic_rows(n: int) -> list[dict[str, str]]:
+    return [{"question": f"What is {a} plus {b}?", "answer": str(a + b)} for a, b in (PAIRS * n)[:n]]
+
+
+def test_calculate_turns_the_answering_node_into_an_expression_writer() -> None:
+    text = ARITHMETIC.format(rules=arithmetic_rules())
+    plan = plan_of(text)
+    (move,) = calculate_moves(plan, ["answer"])
+    after = applied(text, move)
+    assert after.flow.spec.outputs["answer"] == "$solve_calculate.result"
+    assert "last" not in after.nodes  # the template only the output read goes with it
+    tool = after.flow.spec.nodes["solve_calculate"]
+    assert tool.type == "tool.python" and tool.config == {"tool": "calculator"}
+    assert tool.inputs == {"expression": "$solve.text"}
+    config = after.flow.spec.nodes["solve"].config
+    assert config["prompt"] == "Question: {{ question }}\nAs an arithmetic expression:"
+    assert config["form"] == "completion" and config["stop"] == ["\n", "="]
+    assert "demos" not in config and "instructions" not in config  # they showed the old answers
+    assert calls_per_example(after) == calls_per_example(plan)
+    assert calculate_moves(after, ["answer"]) == []  # once only
+
+
+def test_calculate_needs_a_numeric_output_and_keeps_a_template_read_elsewhere() -> None:
+    text = ARITHMETIC.format(rules=arithmetic_rules())
+    assert calculate_moves(plan_of(text), []) == []
+    shared = text.replace("  answer: $last.text", "  answer: $last.text\n  word: $last.text")
+    (move,) = calculate_moves(plan_of(shared), ["answer"])
+    after = applied(shared, move)
+    assert "last" in after.nodes and after.flow.spec.outputs["word"] == "$last.text"
+    classified = plan_of(ONE_MODEL.replace("answer: $solve.text", "answer: $label.label"))
+    assert calculate_moves(classified, ["answer"]) == []  # a classify node writes labels, not expressions
+
+
+def test_numeric_outputs_are_those_every_train_answer_is_a_number_for(tmp_path: Path) -> None:
+    flow = load_flow_text(ARITHMETIC.format(rules=arithmetic_rules()))
+    numbers = write_jsonl(tmp_path / "n.jsonl", [{"question": "q", "answer": a} for a in ("12", 7, "-3.5", " 40 ")])
+    words = write_jsonl(tmp_path / "w.jsonl", [{"question": "q", "answer": a} for a in ("12", "twelve")])
+    plan = compile_flow(flow)
+    assert numeric_outputs(load_dataset(numbers, plan)) == ["answer"]
+    assert numeric_outputs(load_dataset(words, plan)) == []
+
+
+async def test_the_calculator_wins_where_the_model_writes_expressions_but_not_answers(make_task: MakeTask) -> None:
+    task = make_task(NOTHING_RULES)
+    task.flow.write_text(ARITHMETIC.format(rules=arithmetic_rules()), encoding="utf-8")
+    for path, n in ((task.train, 12), (task.dev, 12), (task.test, 6)):
+        write_jsonl(path, arithmetic_rows(n))
+    report, _ = await optimize(task)
+    assert report["before"]["dev"] == 0.0
+    assert report["after"]["dev"] == 1.0
+    assert "add solve_calculate" in report["after"]["move"]
+    written = load_flow(report["flow_out"])
+    assert written.spec.outputs["answer"] == "$solve_calculate.result"
