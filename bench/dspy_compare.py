@@ -18,6 +18,7 @@ Run (from the repository root):
     bash bench/setup_dspy.sh     # once: DSPy in its own venv
     .venv/bin/python bench/dspy_compare.py --markdown
     .venv/bin/python bench/dspy_compare.py --tasks sentiment --seeds 0 --budget 60
+    .venv/bin/python bench/dspy_compare.py --adapters '' --partial ours.jsonl     # our side only
     .venv/bin/python bench/dspy_compare.py --merge a.jsonl b.jsonl --markdown   # report on --partial files
 """
 
@@ -317,7 +318,7 @@ def main() -> None:
                 for budget in ours_budgets:
                     rows.append(ours(task, seed, budget, args, folder))
                     print(json.dumps({k: v for k, v in rows[-1].items() if k != "curve"}), file=sys.stderr)
-                for adapter in args.adapters.split(","):
+                for adapter in [a for a in args.adapters.split(",") if a]:
                     rows += dspy_side(task, seed, adapter, budgets, folder)
                     for row in rows[-len(OPTIMIZERS) * len(budgets) :]:
                         print(json.dumps({k: v for k, v in row.items() if k != "curve"}), file=sys.stderr)
