@@ -719,7 +719,7 @@ def optimize(
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Search better instructions, demos, prompt form, strategy and models for a flow, within a budget.
+    """Search better instructions, demos, prompt form, strategy, models and graph for a flow, within a budget.
 
     Writes the optimized flow (never the input) and a report (markdown, JSON, Pareto plot) beside it.
     Example: flowstudio optimize bench/flows/topic.yaml --train train.jsonl --dev dev.jsonl --metric exact --budget-calls 300
@@ -798,7 +798,7 @@ def _optimize_with_progress(prepared: Any, store: Any) -> Any:
                 fields["alive"] = str(details["alive"])
             if details.get("message"):
                 fields["description"] = details["message"]
-                if event in ("best", "round", "finished"):
+                if event in ("best", "round", "tie", "finished"):
                     bar.console.print(details["message"], highlight=False)
             bar.update(task, **fields)
 
