@@ -195,11 +195,14 @@ def _behind(plan: Plan, output: str) -> tuple[str, str | None] | None:
     return ref.node, hop
 
 
-def _read_elsewhere(plan: Plan, node_id: str, output: str) -> bool:
-    """Whether another flow output or any node reads `node_id`, or names it in `when` or `after`."""
+def _read_elsewhere(plan: Plan, node_id: str, output: str, besides: str | None = None) -> bool:
+    """Whether another flow output or any node but `besides` reads `node_id`, or names it in `when`
+    or `after`."""
     if any(isinstance(v, Ref) and v.node == node_id for name, v in plan.outputs.items() if name != output):
         return True
     for other, planned in plan.nodes.items():
+        if other == besides:
+            continue
         spec = plan.flow.spec.nodes[other]
         if any(r.node == node_id for r in refs_in(dict(planned.inputs))):
             return True
@@ -217,8 +220,8 @@ def calculate_moves(plan: Plan, numeric: Collection[str]) -> list[Move]:
             continue
         node_id, hop = found
         calculate = f"{node_id}{CALCULATE_SUFFIX}"
-        if calculate in plan.nodes:
-            continue
+        if calculate in plan.nodes or _read_elsewhere(plan, node_id, output, besides=hop):
+            continue  # done already, or the node's answer has other readers an expression would break
         spec = plan.flow.spec.nodes[node_id]
         cues = [f"{name.replace('_', ' ').capitalize()}: {{{{ {name} }}}}" for name in spec.inputs]
         path = ("nodes", node_id, "config")

@@ -364,6 +364,8 @@ def test_calculate_needs_a_numeric_output_and_keeps_a_template_read_elsewhere() 
     (move,) = calculate_moves(plan_of(shared), ["answer"])
     after = applied(shared, move)
     assert "last" in after.nodes and after.flow.spec.outputs["word"] == "$last.text"
+    read_twice = text.replace("  answer: $last.text", "  answer: $last.text\n  raw: $solve.text")
+    assert calculate_moves(plan_of(read_twice), ["answer"]) == []  # the raw answer has another reader
     classified = plan_of(ONE_MODEL.replace("answer: $solve.text", "answer: $label.label"))
     assert calculate_moves(classified, ["answer"]) == []  # a classify node writes labels, not expressions
 
