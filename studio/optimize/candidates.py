@@ -157,18 +157,25 @@ def tunable_nodes(flow: Flow) -> list[TunableNode]:
     return found
 
 
-def feeds_output(flow: Flow, node: TunableNode, output: str) -> bool:
-    """Whether the flow output reads the node's answer directly, or through one `text.template` hop."""
+def answer_source(flow: Flow, output: str) -> tuple[Ref, str | None] | None:
+    """The wire a flow output reads its answer from, directly or through one `text.template`
+    whose inputs are all that wire: (wire, the template or None)."""
     ref = parse_value(flow.spec.outputs.get(output))
     if not isinstance(ref, Ref):
-        return False
-    if ref.node == node.id:
-        return ref.port == node.port
+        return None
     hop = flow.spec.nodes.get(ref.node)
     if hop is None or hop.type != "text.template":
-        return False
+        return ref, None
     wires = [parse_value(v) for v in hop.inputs.values()]
-    return bool(wires) and all(isinstance(w, Ref) and w.node == node.id and w.port == node.port for w in wires)
+    if not wires or not isinstance(wires[0], Ref) or any(w != wires[0] for w in wires):
+        return None
+    return wires[0], ref.node
+
+
+def feeds_output(flow: Flow, node: TunableNode, output: str) -> bool:
+    """Whether the flow output reads the node's answer directly, or through one `text.template` hop."""
+    source = answer_source(flow, output)
+    return source is not None and source[0] == Ref(node.id, node.port)
 
 
 REMOVE = object()

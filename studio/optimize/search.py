@@ -23,6 +23,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
@@ -134,6 +135,11 @@ class Search:
         self.promising: list[Move] = []
         self.stopped = ""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
+
+    @cached_property
+    def numeric(self) -> list[str]:
+        """Flow outputs every train answer is a number for (where the calculate move is offered)."""
+        return numeric_outputs(self.train)
 
     # -- budget ------------------------------------------------------------------------------
 
@@ -295,8 +301,9 @@ class Search:
 
     async def _tie_break(self, tied: list[Candidate]) -> list[Candidate]:
         """The first tied candidate that beats the best on the train examples neither shows as a demo."""
+        best_rows = set(self._held_out(self.best))
         for candidate in tied[: self.settings.tie_breaks]:
-            rows = sorted(set(self._held_out(candidate)) & set(self._held_out(self.best)))
+            rows = sorted(best_rows.intersection(self._held_out(candidate)))
             if len(rows) < self.settings.minibatch:
                 continue  # too few to tell them apart
             need = sum(self.estimate(c, sum(i not in c.held_out for i in rows)) for c in (self.best, candidate))
@@ -368,7 +375,7 @@ class Search:
             )
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
-        topology = topology_moves(self.best.plan, numeric_outputs(self.train))
+        topology = topology_moves(self.best.plan, self.numeric)
         return round_moves(nodes, aliases, temperatures, self.rng, topology=topology)
 
     async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:

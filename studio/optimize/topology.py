@@ -24,7 +24,7 @@ from typing import Any
 
 from studio.compiler import Plan
 from studio.datasets import Dataset
-from studio.optimize.candidates import REMOVE, Path
+from studio.optimize.candidates import REMOVE, Path, answer_source
 from studio.optimize.moves import Move
 from studio.refs import FLOW_INPUTS, Ref, refs_in
 from studio.types import PortType
@@ -178,21 +178,13 @@ def numeric_outputs(train: Dataset) -> list[str]:
 
 
 def _behind(plan: Plan, output: str) -> tuple[str, str | None] | None:
-    """The `llm.generate` node whose answer the flow output reads, directly or through one
-    `text.template` that reads nothing else: (node, template or None)."""
-    ref = plan.outputs.get(output)
-    if not isinstance(ref, Ref) or ref.node not in plan.nodes:
+    """The `llm.generate` node whose answer the flow output reads (see `answer_source`):
+    (node, the template in between or None)."""
+    source = answer_source(plan.flow, output)
+    if source is None or source[0].port != "text" or source[0].node not in plan.nodes:
         return None
-    hop = None
-    if plan.nodes[ref.node].type == "text.template":
-        wires = set(refs_in(dict(plan.nodes[ref.node].inputs)))
-        if len(wires) != 1:
-            return None
-        hop, (ref,) = ref.node, wires
-    planned = plan.nodes.get(ref.node)
-    if planned is None or planned.type != "llm.generate" or ref.port != "text":
-        return None
-    return ref.node, hop
+    wire, hop = source
+    return (wire.node, hop) if plan.nodes[wire.node].type == "llm.generate" else None
 
 
 def _read_elsewhere(plan: Plan, node_id: str, output: str, besides: str | None = None) -> bool:
