@@ -95,6 +95,18 @@ def labelled(flow: Flow, node: TunableNode, train: Dataset) -> list[dict[str, An
     return _unique(_valid(node, demos))
 
 
+def topped_up(
+    node: TunableNode, bootstrapped: list[dict[str, Any]], labelled: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Bootstrapped classify demos plus the labelled ones of every label no good run shows (as
+    DSPy's BootstrapFewShot fills up with labelled demos): a label the model never gets right
+    has no good run to learn from, and it is the one a demo must show."""
+    if node.type != "llm.classify" or not bootstrapped:
+        return bootstrapped
+    shown = {demo["label"] for demo in bootstrapped}
+    return bootstrapped + [demo for demo in labelled if demo["label"] not in shown]
+
+
 def _valid(node: TunableNode, demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop classify demos whose label is not one of the node's labels."""
     if node.type != "llm.classify":

@@ -57,12 +57,21 @@ def _config_path(node: str, name: str) -> Path:
     return ("nodes", node, "config", name)
 
 
+def demo_sizes(node: TunableNode) -> tuple[int, ...]:
+    """Demo counts to try, first first: a classify node starts with one demo per label (a few-shot
+    prompt that shows every label once), then the usual sizes."""
+    labels = len(node.config.get("labels") or []) if node.type == "llm.classify" else 0
+    first = (labels,) if DEMO_SIZES[0] < labels <= DEMO_SIZES[-1] else ()
+    return (*first, *(size for size in DEMO_SIZES if size not in first))
+
+
 def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
     node = nm.node.id
     moves = []
-    for size in DEMO_SIZES:
+    sizes = demo_sizes(nm.node)
+    for size in sizes:
         for source, pool in (("bootstrapped", nm.bootstrapped), ("labelled", nm.labelled)):
-            if len(pool) >= min(size, 2) and (size == DEMO_SIZES[0] or len(pool) > size // 2):
+            if len(pool) >= min(size, 2) and (size == sizes[0] or len(pool) > size // 2):
                 demos = pick(pool, size, rng, nm.node.port)
                 moves.append(Move("demos", node, f"{len(demos)} {source} demos", {_config_path(node, "demos"): demos}))
     current = list(nm.config.get("demos") or [])

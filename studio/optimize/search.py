@@ -46,9 +46,11 @@ Ask = Callable[[str], Awaitable[str | None]]
 STRATEGY_CALLS = {"single": 1, "reasoning": 2, "reflect": 3}
 CALIBRATION_CALLS = 3
 LOGPROB_MODELS = ("local/",)
+"""Model strings whose classify nodes ask calibration calls (providers that give logprobs)."""
 PERFECT = 1.0 - 1e-9
 """A best dev score no candidate can beat."""
-"""Model strings whose classify nodes ask calibration calls (providers that give logprobs)."""
+ANSWER_KINDS = ("demos", "instructions", "format")
+"""Moves made from a node's answers (demos, the library's output format): none fit an expression writer."""
 
 
 @dataclass
@@ -236,7 +238,8 @@ class Search:
 
     async def _round(self, number: int) -> bool:
         """One round; False when there is nothing left to try."""
-        moves = [*self.promising, *await self._moves(number)]
+        carried = [m for m in self.promising if m.kind not in ANSWER_KINDS or not self._writes_expressions(m.node)]
+        moves = [*carried, *await self._moves(number)]
         self.promising = []
         racing: list[tuple[Candidate, Move]] = []
         keys: set[str] = set()
@@ -251,7 +254,7 @@ class Search:
             self.stopped = "every move has been tried"
             return False
         while len(racing) > 1 and not self.affordable(self.race_cost([c for c, _ in racing])):
-            racing.pop()  # a narrower race, so that its finalists can still reach the whole dev set
+            racing.remove(self._dearest(racing))  # a narrower race, whose finalists can still reach all of dev
         if not self.affordable(self.race_cost([racing[0][0]])):
             self.stopped = "the budget left is too small for another race"
             return False
@@ -266,6 +269,11 @@ class Search:
             best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example))
             self._new_best(best)
         return True
+
+    def _dearest(self, racing: list[tuple[Candidate, Move]]) -> tuple[Candidate, Move]:
+        """The candidate to leave out of a race too dear for the budget: the one whose first rung
+        costs most (an ensemble's samples), the latest in the move order among equals."""
+        return max(reversed(racing), key=lambda pair: self.estimate(pair[0], self.settings.minibatch))
 
     async def _race(self, racing: list[tuple[Candidate, Move]]) -> tuple[list[Candidate], list[Candidate]]:
         """Successive halving over nested minibatches; the candidates that beat the best on all of
@@ -359,24 +367,25 @@ class Search:
             if node.id not in self.best.plan.nodes:
                 continue  # a topology move removed it
             config = self.best.plan.nodes[node.id].node.config.model_dump()
-            # a node writing expressions for the calculator: the train answers and traces show numbers
-            answers = f"{node.id}{CALCULATE_SUFFIX}" not in self.best.plan.nodes
+            answers = not self._writes_expressions(node.id)
             rewrites = library(node, self._expected(node) if answers else [], config)
             rewrites += await self._proposals(node, config, number)
+            labelled = demo_pools.labelled(self.flow, node, self.train) if answers else []
+            bootstrapped = demo_pools.bootstrapped(node, self.traces) if answers else []
+            model = self.best.plan.nodes[node.id].model or "default"
             nodes.append(
-                NodeMoves(
-                    node,
-                    config,
-                    self.best.plan.nodes[node.id].model or "default",
-                    demo_pools.bootstrapped(node, self.traces) if answers else [],
-                    demo_pools.labelled(self.flow, node, self.train) if answers else [],
-                    rewrites,
-                )
+                NodeMoves(node, config, model, demo_pools.topped_up(node, bootstrapped, labelled), labelled, rewrites)
             )
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
         return round_moves(nodes, aliases, temperatures, self.rng, topology=topology)
+
+    def _writes_expressions(self, node: str | None) -> bool:
+        """Whether the node writes expressions for a calculator in the best flow: the train answers
+        and traces show numbers, so no demo, instruction or format move made for its answers fits."""
+        assert self.best.plan is not None
+        return node is not None and f"{node}{CALCULATE_SUFFIX}" in self.best.plan.nodes
 
     async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:
         if self.propose is None or not self.traces or not self.affordable(self.settings.proposals):

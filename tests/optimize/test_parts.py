@@ -10,9 +10,10 @@ import pytest
 
 from studio.models.base import Completion, ModelError, Request
 from studio.models.scripted import ScriptedModel
-from studio.optimize.candidates import REMOVE, render
-from studio.optimize.demos import pick
+from studio.optimize.candidates import REMOVE, TunableNode, render
+from studio.optimize.demos import pick, topped_up
 from studio.optimize.meter import Meter, MeteredClient, metering
+from studio.optimize.moves import NodeMoves, demo_moves
 from studio.optimize.pareto import Point, front, svg
 from studio.optimize.proposers import clean, output_shape
 from studio.spec import ScriptRule, load_flow_text
@@ -128,3 +129,32 @@ def test_demos_are_spread_over_the_answers() -> None:
     pool = [{"text": str(i), "label": "a"} for i in range(10)] + [{"text": "x", "label": "b"}]
     chosen = pick(pool, 4, random.Random(0), "label")
     assert len(chosen) == 4 and {"a", "b"} == {d["label"] for d in chosen}
+
+
+@pytest.mark.parametrize(
+    ("labels", "first"),
+    [
+        (["sports", "business", "science", "politics"], "4 labelled demos"),
+        (["positive", "negative"], "2 labelled demos"),
+        (["a", "b", "c", "d", "e", "f", "g", "h", "i"], "2 labelled demos"),
+    ],
+)
+def test_a_classify_node_first_tries_one_demo_per_label(labels: list[str], first: str) -> None:
+    node = TunableNode("classify", "llm.classify", {"labels": labels}, "default", {})
+    pool = [{"text": f"{label} {i}", "label": label} for label in labels for i in range(3)]
+    moves = demo_moves(NodeMoves(node, {}, "default", [], pool, []), random.Random(0))
+    assert moves[0].description == first
+    shown = {d["label"] for d in moves[0].edits[("nodes", "classify", "config", "demos")]}
+    assert len(shown) == int(first.split()[0])  # every demo shows a different label
+
+
+def test_bootstrapped_classify_demos_are_topped_up_with_labels_no_good_run_shows() -> None:
+    node = TunableNode("classify", "llm.classify", {"labels": ["a", "b", "c"]}, "default", {})
+    labelled = [{"text": f"{label} {i}", "label": label} for label in "abc" for i in range(2)]
+    bootstrapped = labelled[:4]  # a and b only
+    pool = topped_up(node, bootstrapped, labelled)
+    assert pool == [*bootstrapped, *labelled[4:]]
+    assert {d["label"] for d in pick(pool, 3, random.Random(0), "label")} == {"a", "b", "c"}
+    assert topped_up(node, labelled, labelled) == labelled
+    generate = TunableNode("answer", "llm.generate", {}, "default", {})
+    assert topped_up(generate, bootstrapped, labelled) == bootstrapped

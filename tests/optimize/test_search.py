@@ -247,3 +247,12 @@ async def test_a_tie_on_dev_is_broken_on_held_out_train_examples(make_task: Make
     assert search.stopped == "the score is perfect on dev and on the held-out train examples"
     markdown = (task.folder / "flow.optimized.report.md").read_text()
     assert f"| 1.000 on {len(chosen.held_out)} |" in markdown  # the tie-break's evidence is in the report
+
+
+async def test_a_race_too_dear_for_the_budget_leaves_out_the_dearest_candidates(make_task: MakeTask) -> None:
+    task = make_task(NOTHING_RULES)
+    _, optimization = await optimize(task, 60, proposer="none")
+    assert optimization.search is not None
+    raced = [c.move for c in optimization.search.candidates if c.round == 1]
+    assert "default: temperature 0.7" in raced  # later in the move order than the strategies, but one call an example
+    assert not any("strategy" in move for move in raced), raced

@@ -390,3 +390,20 @@ async def test_the_calculator_wins_where_the_model_writes_expressions_but_not_an
     assert "add solve_calculate" in report["after"]["move"]
     written = load_flow(report["flow_out"])
     assert written.spec.outputs["answer"] == "$solve_calculate.result"
+
+
+async def test_moves_for_the_old_answers_are_not_carried_onto_the_expression_writer(make_task: MakeTask) -> None:
+    task = make_task(NOTHING_RULES)
+    a, b = PAIRS[0]  # the output-format instruction gets this one answer right: it beats the input flow
+    helped = f'      - {{match: "(?s)number only.*What is {a} plus {b}\\\\?\\\\nAnswer:$", reply: "{a + b}"}}'
+    c, d = PAIRS[-1]  # and one expression is wrong, so the search goes on after the calculator wins
+    rules = arithmetic_rules().replace(f'"{c} + {d}"', f'"{c} - {d}"')
+    task.flow.write_text(ARITHMETIC.format(rules=f"{helped}\n{rules}"), encoding="utf-8")
+    for path, n in ((task.train, 12), (task.dev, 12), (task.test, 6)):
+        write_jsonl(path, arithmetic_rows(n))
+    report, optimization = await optimize(task)
+    assert optimization.search is not None
+    changes = [c.changes for c in optimization.search.candidates]
+    assert ["solve: output format"] in changes and "add solve_calculate" in report["after"]["move"]
+    on_top = [c for c in changes if any("calculate" in change for change in c[:-1])]
+    assert on_top and not any("solve: output format" in c for c in on_top), on_top
