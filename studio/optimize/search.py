@@ -50,7 +50,7 @@ LOGPROB_MODELS = ("local/",)
 PERFECT = 1.0 - 1e-9
 """A best dev score no candidate can beat."""
 ANSWER_KINDS = ("demos", "instructions", "format")
-"""Moves made from a node's answers (demos, the library's output format): none fit an expression writer."""
+"""Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
 
 
 @dataclass
@@ -367,15 +367,14 @@ class Search:
             if node.id not in self.best.plan.nodes:
                 continue  # a topology move removed it
             config = self.best.plan.nodes[node.id].node.config.model_dump()
-            answers = not self._writes_expressions(node.id)
-            rewrites = library(node, self._expected(node) if answers else [], config)
-            rewrites += await self._proposals(node, config, number)
-            labelled = demo_pools.labelled(self.flow, node, self.train) if answers else []
-            bootstrapped = demo_pools.bootstrapped(node, self.traces) if answers else []
             model = self.best.plan.nodes[node.id].model or "default"
-            nodes.append(
-                NodeMoves(node, config, model, demo_pools.topped_up(node, bootstrapped, labelled), labelled, rewrites)
-            )
+            if self._writes_expressions(node.id):
+                nodes.append(NodeMoves(node, config, model, [], [], []))
+                continue
+            rewrites = [*library(node, self._expected(node), config), *await self._proposals(node, config, number)]
+            labelled = demo_pools.labelled(self.flow, node, self.train)
+            bootstrapped = demo_pools.topped_up(node, demo_pools.bootstrapped(node, self.traces), labelled)
+            nodes.append(NodeMoves(node, config, model, bootstrapped, labelled, rewrites))
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
@@ -383,7 +382,8 @@ class Search:
 
     def _writes_expressions(self, node: str | None) -> bool:
         """Whether the node writes expressions for a calculator in the best flow: the train answers
-        and traces show numbers, so no demo, instruction or format move made for its answers fits."""
+        and traces show numbers, so no demo, instruction or format move (library or proposer, both
+        made from those answers) fits it; its form, strategy and model are still tuned."""
         assert self.best.plan is not None
         return node is not None and f"{node}{CALCULATE_SUFFIX}" in self.best.plan.nodes
 

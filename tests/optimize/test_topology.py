@@ -392,7 +392,7 @@ async def test_the_calculator_wins_where_the_model_writes_expressions_but_not_an
     assert written.spec.outputs["answer"] == "$solve_calculate.result"
 
 
-async def test_moves_for_the_old_answers_are_not_carried_onto_the_expression_writer(make_task: MakeTask) -> None:
+async def test_no_move_made_from_the_old_answers_goes_onto_the_expression_writer(make_task: MakeTask) -> None:
     task = make_task(NOTHING_RULES)
     a, b = PAIRS[0]  # the output-format instruction gets this one answer right: it beats the input flow
     helped = f'      - {{match: "(?s)number only.*What is {a} plus {b}\\\\?\\\\nAnswer:$", reply: "{a + b}"}}'
@@ -403,7 +403,9 @@ async def test_moves_for_the_old_answers_are_not_carried_onto_the_expression_wri
         write_jsonl(path, arithmetic_rows(n))
     report, optimization = await optimize(task)
     assert optimization.search is not None
-    changes = [c.changes for c in optimization.search.candidates]
-    assert ["solve: output format"] in changes and "add solve_calculate" in report["after"]["move"]
-    on_top = [c for c in changes if any("calculate" in change for change in c[:-1])]
-    assert on_top and not any("solve: output format" in c for c in on_top), on_top
+    candidates = optimization.search.candidates
+    assert ["solve: output format"] in [c.changes for c in candidates]
+    assert "add solve_calculate" in report["after"]["move"]
+    on_top = [c for c in candidates if any("calculate" in change for change in c.changes[:-1])]
+    assert on_top, "the search went on after the calculator won"
+    assert not [c.changes for c in on_top if c.kind in ("demos", "instructions", "format")]
