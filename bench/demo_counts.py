@@ -49,6 +49,7 @@ async def scores(evaluator: Evaluator, candidate: Candidate, sets: dict[str, lis
 
 
 async def one_seed(task: str, seed: int, counts: list[int], draws: int, folder: Path) -> None:
+    """Score the flow with `draws` random demo sets of each count on one seed's data; print each."""
     files = write(task, folder, sizes=(24, 30, 40), seed=seed)
     flow = ROOT / "bench" / "flows" / f"{task}.yaml"
     options = OptimizeOptions(

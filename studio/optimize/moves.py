@@ -58,8 +58,8 @@ def _config_path(node: str, name: str) -> Path:
 
 
 def demo_sizes(node: TunableNode) -> tuple[int, ...]:
-    """Demo counts to try, first first: a classify node starts with one demo per label (a few-shot
-    prompt that shows every label once), then the usual sizes."""
+    """Demo counts in the order to try them: a classify node with 3 to 8 labels starts with one demo
+    per label (a few-shot prompt that shows every label once), then the usual sizes."""
     labels = len(node.config.get("labels") or []) if node.type == "llm.classify" else 0
     first = (labels,) if DEMO_SIZES[0] < labels <= DEMO_SIZES[-1] else ()
     return (*first, *(size for size in DEMO_SIZES if size not in first))
