@@ -31,7 +31,7 @@ from studio.metrics import resolve_metric  # noqa: E402
 from studio.optimize import OptimizeOptions, prepare  # noqa: E402
 from studio.optimize.candidates import Candidate, build, tunable_nodes  # noqa: E402
 from studio.optimize.candidates import Path as EditPath  # noqa: E402
-from studio.optimize.demos import labelled, pick  # noqa: E402
+from studio.optimize.demos import labelled, pick, unseen  # noqa: E402
 from studio.optimize.evaluate import Evaluator  # noqa: E402
 from studio.optimize.meter import Meter, metering  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
@@ -69,9 +69,7 @@ async def one_seed(task: str, seed: int, counts: list[int], draws: int, folder: 
                 demos = pick(list(pool), count, rng, node.port) if count else []
                 edits: dict[EditPath, Any] = {("nodes", node.id, "config", "demos"): demos} if count else {}
                 candidate = build(Candidate("c", edits, f"{count} demos"), p.flow, {})
-                shown = json.dumps(demos)
-                held = [e for e in p.train.examples if not any(str(v) in shown for v in e.inputs.values())]
-                sets = {"dev": p.dev.examples, "held": held, "test": p.test.examples}
+                sets = {"dev": p.dev.examples, "held": unseen(p.train, candidate.shown()), "test": p.test.examples}
                 row = {
                     "task": task,
                     "seed": seed,

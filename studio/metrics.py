@@ -57,6 +57,11 @@ def as_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def is_number(value: Any) -> bool:
+    """Whether the value is a number, or text that is one ("42", " -3.5 "); booleans and None are not."""
+    return _NUMBER.fullmatch(as_text(value).strip()) is not None and not isinstance(value, bool)
+
+
 def normalise(value: Any) -> str:
     """Lower case, no punctuation, no articles, single spaces."""
     text = as_text(value).lower().translate(_PUNCTUATION)

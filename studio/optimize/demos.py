@@ -107,6 +107,11 @@ def topped_up(
     return bootstrapped + [demo for demo in labelled if demo["label"] not in shown]
 
 
+def unseen(train: Dataset, shown: set[str]) -> list[Example]:
+    """Train examples none of whose input values a demo holds (`shown`, see `Candidate.shown`)."""
+    return [e for e in train.examples if not any(str(v) in shown for v in e.inputs.values())]
+
+
 def _valid(node: TunableNode, demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop classify demos whose label is not one of the node's labels."""
     if node.type != "llm.classify":

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from studio.metrics import parse_json
+from studio.metrics import is_number, parse_json
 from studio.optimize.candidates import TunableNode
 from studio.optimize.demos import Trace
 
@@ -44,7 +44,7 @@ def output_shape(values: list[Any]) -> str | None:
     texts = [v if isinstance(v, str) else json.dumps(v) for v in values if v is not None]
     if not texts:
         return None
-    if all(re.fullmatch(r"-?\d+(\.\d+)?", t.strip()) for t in texts):
+    if all(is_number(t) for t in texts):
         return "Answer with the number only, in digits."
     objects = [_object(v) for v in values]
     if all(isinstance(o, dict) for o in objects):

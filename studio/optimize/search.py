@@ -337,8 +337,7 @@ class Search:
 
     def _held_out(self, candidate: Candidate) -> list[int]:
         """Train examples none of whose inputs the candidate's demos hold."""
-        shown = candidate.shown()
-        return [e.index for e in self.train.examples if not any(str(v) in shown for v in e.inputs.values())]
+        return [e.index for e in demo_pools.unseen(self.train, candidate.shown())]
 
     async def _evaluate_held_out(self, candidate: Candidate, indices: list[int]) -> None:
         assert candidate.plan is not None

@@ -18,12 +18,12 @@ and one it removed is not offered:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from typing import Any
 
 from studio.compiler import Plan
 from studio.datasets import Dataset
+from studio.metrics import is_number
 from studio.optimize.candidates import REMOVE, Path, answer_source
 from studio.optimize.moves import Move
 from studio.refs import FLOW_INPUTS, Ref, refs_in
@@ -39,7 +39,6 @@ CALCULATE_SUFFIX = "_calculate"
 EXPRESSION_CUE = "As an arithmetic expression:"
 CALCULATE_DROPS = ("instructions", "demos", "strategy", "samples")
 """Config a node turned expression writer loses: it described, showed or sampled the old answers."""
-NUMBER = re.compile(r"\s*-?\d+(\.\d+)?\s*")
 
 
 def topology_moves(plan: Plan, numeric: Collection[str] = ()) -> list[Move]:
@@ -167,14 +166,8 @@ def answer_moves(plan: Plan) -> list[Move]:
 
 def numeric_outputs(train: Dataset) -> list[str]:
     """Flow outputs whose expected value is a number in every train row (calculate's evidence)."""
-
-    def number(value: Any) -> bool:
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, (int, float)) or (isinstance(value, str) and NUMBER.fullmatch(value) is not None)
-
     rows = [example.expected for example in train.examples]
-    return [output for output in train.expect if rows and all(number(row.get(output)) for row in rows)]
+    return [output for output in train.expect if rows and all(is_number(row.get(output)) for row in rows)]
 
 
 def _behind(plan: Plan, output: str) -> tuple[str, str | None] | None:

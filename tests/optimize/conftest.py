@@ -20,7 +20,18 @@ from studio.optimize import OptimizeOptions
 
 NOUNS = ("film", "meal", "hotel", "book", "song", "trip", "game", "show", "class", "phone", "lamp", "park")
 
-HEADER = """\
+SCRIPTED_MODELS = """\
+models:
+  default:
+    model: scripted
+    retry_backoff_s: 0
+    script:
+{rules}
+"""
+"""The models block of the fixture flows: the scripted model, its rules filled in by `format`."""
+
+HEADER = (
+    """\
 flowstudio: 1
 name: opt-{name}
 description: Says whether a short review is positive or negative.
@@ -28,12 +39,9 @@ inputs:
   text: {{type: str, description: A short review}}
 outputs:
   label: $answer.text
-models:
-  default:
-    model: scripted
-    retry_backoff_s: 0
-    script:
-{rules}
+"""
+    + SCRIPTED_MODELS
+    + """\
 nodes:
   answer:   # the node the optimizer tunes
     type: llm.generate
@@ -42,6 +50,7 @@ nodes:
       form: completion
       prompt: "Text: {{{{ review }}}}\\nLabel:"
 """
+)
 
 DEMO_RULES = r"""      - {match: "(?s)Label: \\w+\\n.*\\bgood\\b[^\\n]*\\nLabel:$", reply: positive}
       - {match: "(?s)Label: \\w+\\n.*\\bbad\\b[^\\n]*\\nLabel:$", reply: negative}

@@ -29,7 +29,7 @@ from studio.optimize.topology import (
 from studio.spec import load_flow, load_flow_text
 from studio.store import MemoryStore
 from studio.templates import render as render_template
-from tests.optimize.conftest import NOTHING_RULES, MakeTask, Task, options, write_jsonl
+from tests.optimize.conftest import NOTHING_RULES, SCRIPTED_MODELS, MakeTask, Task, options, write_jsonl
 
 CHAIN = """\
 flowstudio: 1
@@ -296,19 +296,17 @@ async def test_removing_a_harmful_node_wins_and_later_moves_build_on_it(make_tas
 
 # -- calculate -------------------------------------------------------------------------------
 
-ARITHMETIC = """\
+ARITHMETIC = (
+    """\
 flowstudio: 1
 name: arithmetic
 inputs:
   question: {{type: str}}
 outputs:
   answer: $last.text
-models:
-  default:
-    model: scripted
-    retry_backoff_s: 0
-    script:
-{rules}
+"""
+    + SCRIPTED_MODELS
+    + """\
 nodes:
   solve:
     type: llm.generate
@@ -323,6 +321,7 @@ nodes:
     inputs: {{text: $solve.text}}
     config: {{template: "{{{{ text.split() | last }}}}"}}
 """
+)
 PAIRS = ((12, 7), (30, 45), (8, 9), (61, 23), (5, 77), (40, 2))
 
 
