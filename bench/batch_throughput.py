@@ -36,11 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from studio.batch import BatchOptions, batch, prepare, run_batch  # noqa: E402
-from studio.engine import RunOptions  # noqa: E402
+from studio.evaluate.batch import BatchOptions, batch, prepare, run_batch  # noqa: E402
+from studio.evaluate.tasks import TASKS, generate  # noqa: E402
 from studio.models.local import is_installed  # noqa: E402
+from studio.runtime.engine import RunOptions  # noqa: E402
 from studio.store import MemoryStore, SQLiteStore  # noqa: E402
-from studio.tasks import TASKS, generate  # noqa: E402
 
 FLOW = """flowstudio: 1
 name: bench-batch

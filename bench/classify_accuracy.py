@@ -34,9 +34,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from nodes.llm_classify import Classify  # noqa: E402
-from studio.compiler import Plan, compile_flow  # noqa: E402
-from studio.engine import Engine, RunOptions  # noqa: E402
-from studio.spec import load_flow_text  # noqa: E402
+from studio.flow.spec import load_flow_text  # noqa: E402
+from studio.runtime.compiler import Plan, compile_flow  # noqa: E402
+from studio.runtime.engine import Engine, RunOptions  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
 
 

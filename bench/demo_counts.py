@@ -26,8 +26,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.optimize_tasks import pin  # noqa: E402
-from studio.datasets import Example  # noqa: E402
-from studio.metrics import resolve_metric  # noqa: E402
+from studio.evaluate.datasets import Example  # noqa: E402
+from studio.evaluate.metrics import resolve_metric  # noqa: E402
+from studio.evaluate.tasks import write  # noqa: E402
 from studio.optimize import OptimizeOptions, prepare  # noqa: E402
 from studio.optimize.candidates import Candidate, build, tunable_nodes  # noqa: E402
 from studio.optimize.candidates import Path as EditPath  # noqa: E402
@@ -35,7 +36,6 @@ from studio.optimize.demos import labelled, pick, unseen  # noqa: E402
 from studio.optimize.evaluate import Evaluator  # noqa: E402
 from studio.optimize.meter import Meter, metering  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
-from studio.tasks import write  # noqa: E402
 
 
 async def scores(evaluator: Evaluator, candidate: Candidate, sets: dict[str, list[Example]]) -> dict[str, float]:

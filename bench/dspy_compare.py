@@ -1,6 +1,6 @@
 """Our optimizer against DSPy's, side by side in one run, on the same data, model and call budget.
 
-For each task and seed the generated train/dev/test files (`studio.tasks`, as in
+For each task and seed the generated train/dev/test files (`studio.evaluate.tasks`, as in
 bench/optimize_tasks.py) are written once; our optimizer (`optimize_tasks.one`) and DSPy
 (bench/dspy_side.py in bench/.venv-dspy: BootstrapFewShotWithRandomSearch and MIPROv2
 auto="light", each with DSPy's ChatAdapter and with a plain-template adapter) then run on those
@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.optimize_tasks import one, pin  # noqa: E402
-from studio.tasks import write  # noqa: E402
+from studio.evaluate.tasks import write  # noqa: E402
 
 DSPY_PYTHON = ROOT / "bench" / ".venv-dspy" / "bin" / "python"
 ADAPTERS = ("chat", "template")

@@ -60,7 +60,7 @@ if str(ROOT) not in sys.path:
 import dspy  # noqa: E402
 from dspy.adapters.base import Adapter  # noqa: E402
 
-from studio.metrics import exact, json_match  # noqa: E402
+from studio.evaluate.metrics import exact, json_match  # noqa: E402
 from studio.models import local  # noqa: E402
 from studio.models.base import Message, Request  # noqa: E402
 

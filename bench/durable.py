@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from studio import registry
-from studio.compiler import compile_flow
-from studio.engine import Engine
+from studio.flow.spec import load_flow_text
 from studio.node import NodeContext, NodeError
-from studio.spec import load_flow_text
+from studio.runtime import registry
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine
 from studio.store import MemoryStore, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent

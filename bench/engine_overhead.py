@@ -28,11 +28,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from studio import registry
-from studio.compiler import Plan, compile_flow
-from studio.engine import Engine
+from studio.flow.spec import load_flow_text
 from studio.node import Node, NodeContext
-from studio.spec import load_flow_text
+from studio.runtime import registry
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine
 from studio.store import MemoryStore, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,9 +17,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import compile_flow
-from studio.engine import Engine, RunOptions
-from studio.spec import load_flow_text
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine, RunOptions
 from studio.store import MemoryStore, SQLiteStore
 from studio.store.base import Store
 

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from studio.compiler import compile_flow  # noqa: E402
-from studio.engine import Engine, RunOptions  # noqa: E402
-from studio.spec import load_flow, load_flow_text  # noqa: E402
+from studio.flow.spec import load_flow, load_flow_text  # noqa: E402
+from studio.runtime.compiler import compile_flow  # noqa: E402
+from studio.runtime.engine import Engine, RunOptions  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
 
 QUESTIONS = [

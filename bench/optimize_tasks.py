@@ -1,6 +1,6 @@
 """The optimizer on the generated tasks with the embedded model: zero-shot against optimized test score.
 
-For each task and seed: generate train/dev/test (disjoint vocabulary pools, `studio.tasks`),
+For each task and seed: generate train/dev/test (disjoint vocabulary pools, `studio.evaluate.tasks`),
 optimize `bench/flows/TASK.yaml` on local/smollm2 within a budget of model calls, and score
 the input flow and the optimized one on the held-out test set. Prints ONE JSON object: per
 run the scores before and after, the calls the search made (counted at the model client),
@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from studio.evaluate.tasks import write  # noqa: E402
 from studio.optimize import OptimizeOptions, optimize, prepare  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
-from studio.tasks import write  # noqa: E402
 
 METRICS = {"sentiment": "exact", "topic": "exact", "arithmetic": "exact", "extraction": "json_match"}
 RENAMED = {"extraction": ("text", "sentence")}

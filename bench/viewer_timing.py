@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from studio.runner import run_flow  # noqa: E402
+from studio.runtime.runner import run_flow  # noqa: E402
 from studio.store import SQLiteStore  # noqa: E402
 from studio.store.base import RunFilter, RunRecord  # noqa: E402
 from studio.store.sqlite import _to_row  # noqa: E402

@@ -13,8 +13,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from studio import templates
 from studio.errors import NodeError, OutputError, TemplateError
+from studio.flow import templates
 from studio.models.base import Completion, Message
 from studio.tools import registered_tool
 from studio.types import ANY, PortType, from_annotation, parse_type
@@ -164,7 +164,7 @@ def sub_flow_signature(
     source: str | dict[str, Any], base_dir: Path
 ) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
     """Input ports, required inputs and output ports of a sub-flow (raises FlowError)."""
-    from studio.subflows import signature
+    from studio.runtime.subflows import signature
 
     return signature(source, base_dir)
 

@@ -22,7 +22,7 @@ from studio.errors import CompileError
 from studio.plugins import plugins
 
 if TYPE_CHECKING:
-    from studio.spec import Flow
+    from studio.flow.spec import Flow
 
 GROUP = "flowstudio.tools"
 ALLOW_ENV = "FLOWSTUDIO_TOOL_MODULES"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from studio.compiler import compile_flow
 from studio.errors import FlowError
-from studio.spec import load_flow
+from studio.flow.spec import load_flow
+from studio.runtime.compiler import compile_flow
 from tests.conftest import CLI, FIXTURES
 
 BAD = FIXTURES / "bad"

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from studio.batch import BatchOptions, batch, confidence_interval, percentile, prepare_batch
 from studio.errors import InputError
+from studio.evaluate.batch import BatchOptions, batch, confidence_interval, percentile, prepare_batch
 from studio.store import SQLiteStore
 from tests.conftest import CLI, FIXTURES, FLOWSTUDIO, ROOT
 

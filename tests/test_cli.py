@@ -97,7 +97,7 @@ def test_schema_validates_every_example_flow(cli: CLI) -> None:
     schema = cli("schema").json()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    from studio.loader import load_file
+    from studio.flow.loader import load_file
 
     flows = [*sorted(FLOWS.glob("*.yaml")), FIXTURES / "chain.yaml"]
     assert len(flows) >= 4

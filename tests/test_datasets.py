@@ -7,11 +7,23 @@ from pathlib import Path
 
 import pytest
 
-from studio.compiler import Plan, compile_flow
-from studio.datasets import DataError, load_dataset, read_rows
 from studio.errors import InputError
-from studio.spec import load_flow, load_flow_text
-from studio.tasks import CITIES, NAMES, NEGATIVE, POSITIVE, SPLITS, SUBJECTS, TASKS, TOPICS, generate, part, write
+from studio.evaluate.datasets import DataError, load_dataset, read_rows
+from studio.evaluate.tasks import (
+    CITIES,
+    NAMES,
+    NEGATIVE,
+    POSITIVE,
+    SPLITS,
+    SUBJECTS,
+    TASKS,
+    TOPICS,
+    generate,
+    part,
+    write,
+)
+from studio.flow.spec import load_flow, load_flow_text
+from studio.runtime.compiler import Plan, compile_flow
 from tests.conftest import FIXTURES, ROOT
 
 DATA = ROOT / "tests" / "data"

@@ -198,7 +198,7 @@ def test_concurrent_runs_in_one_process_and_four_processes(tmp_path: Path) -> No
     env = {**os.environ, "FLOWSTUDIO_DB": str(db)}
     script = (
         "import asyncio\n"
-        "from studio.runner import run_flow_async\n"
+        "from studio.runtime.runner import run_flow_async\n"
         "async def main():\n"
         f"    await asyncio.gather(*(run_flow_async({str(FIXTURES / 'chain.yaml')!r}, {{'topic': f't{{i}}'}}) for i in range(32)))\n"
         "asyncio.run(main())\n"

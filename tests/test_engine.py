@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from studio.compiler import compile_flow
-from studio.engine import Engine
 from studio.errors import InputError
-from studio.spec import load_flow_text
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine
 from studio.store import MemoryStore
 
 HEADER = "flowstudio: 1\nname: scenario\n"

@@ -311,7 +311,7 @@ def _in_venv(installed: Installed, code: str, payload: Any) -> Any:
 RUN_EVERY_EXAMPLE = """\
 import asyncio, importlib, json, sys, tempfile
 from pathlib import Path
-from studio.runner import resume_run_async
+from studio.runtime.runner import resume_run_async
 
 def value(model, name, text):  # as the console script reads --input: str inputs verbatim, others as JSON
     if model.model_fields[name].annotation is str:

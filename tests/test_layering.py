@@ -9,19 +9,7 @@ from pathlib import Path
 
 from tests.conftest import ROOT
 
-ENGINE_MODULES = [
-    "compiler",
-    "engine",
-    "llm",
-    "node",
-    "spec",
-    "loader",
-    "templates",
-    "store",
-    "models",
-    "runner",
-    "editor",
-]
+ENGINE_MODULES = ["flow", "runtime", "node", "store", "models", "editor"]
 """Modules below the app: the editor model included (the Editor page drives it, never the reverse)."""
 
 
@@ -51,6 +39,6 @@ def test_engine_never_imports_streamlit_or_the_app() -> None:
 
 
 def test_cold_imports_stay_light() -> None:
-    code = "import sys, studio.cli, studio.compiler, studio.spec; print(sorted(m for m in ('litellm', 'xllamacpp', 'streamlit') if m in sys.modules))"
+    code = "import sys, studio.cli, studio.runtime.compiler, studio.flow.spec; print(sorted(m for m in ('litellm', 'xllamacpp', 'streamlit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

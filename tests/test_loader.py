@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from studio import loader
 from studio.errors import LoadError
+from studio.flow import loader
 
 BILLION_LAUGHS = """
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]

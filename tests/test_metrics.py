@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from studio.compiler import compile_flow
 from studio.errors import InputError
-from studio.metrics import (
+from studio.evaluate.metrics import (
     MetricError,
     contains,
     exact,
@@ -21,7 +20,8 @@ from studio.metrics import (
     regex,
     resolve_metric,
 )
-from studio.spec import load_flow_text
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
 
 EXPECT = {"answer": "gold"}
 

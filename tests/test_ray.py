@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from studio.batch import BatchOptions, batch
+from studio.evaluate.batch import BatchOptions, batch
 from studio.store import SQLiteStore
 from tests.conftest import FIXTURES, ROOT
 

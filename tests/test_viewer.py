@@ -237,15 +237,15 @@ def test_run_without_flow_text_is_drawn_from_its_steps() -> None:
 
 
 def test_viewing_executes_nothing(real: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
-    import studio.engine
     import studio.models
+    import studio.runtime.engine
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("the viewer ran something")
 
-    monkeypatch.setattr(studio.engine.Engine, "run", refuse)
+    monkeypatch.setattr(studio.runtime.engine.Engine, "run", refuse)
     monkeypatch.setattr(studio.models, "client_for", refuse)
-    monkeypatch.setattr(studio.engine, "client_for", refuse)
+    monkeypatch.setattr(studio.runtime.engine, "client_for", refuse)
     db, runs = real
     trace = _trace(db, runs["failing_a"])
     run_dot(trace)

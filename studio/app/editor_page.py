@@ -18,8 +18,8 @@ from studio.editor.document import new_flow_text
 from studio.editor.editor import Editor
 from studio.editor.layout import sidecar_path
 from studio.errors import FlowError
-from studio.fmt import dump, round_trip_yaml
-from studio.spec import FLOW_NAME
+from studio.flow.fmt import dump, round_trip_yaml
+from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4

@@ -42,7 +42,7 @@ def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path) ->
     run = EditorRun(statuses=dict.fromkeys(nodes, "pending"))
 
     def work() -> None:
-        from studio.runner import run_flow_async
+        from studio.runtime.runner import run_flow_async
 
         try:
             result = asyncio.run(run_flow_async(path, values, db=db, hooks=[run.hook]))

@@ -6,11 +6,11 @@ from typing import Any
 
 import streamlit as st
 
-from studio import registry
 from studio.editor.document import template_variables
 from studio.editor.editor import Editor
 from studio.editor.fields import Field, changes, config_fields, shown
 from studio.errors import FlowError
+from studio.runtime import registry
 
 
 def _widget(field: Field, value: Any, key: str) -> Any:

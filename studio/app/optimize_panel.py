@@ -11,7 +11,7 @@ import streamlit as st
 
 from studio.app.settings import settings
 from studio.errors import FlowError
-from studio.spec import load_flow
+from studio.flow.spec import load_flow
 
 
 def chart_rows(summary: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:

@@ -8,7 +8,7 @@ import streamlit as st
 
 from studio.app.settings import settings
 from studio.errors import FlowError
-from studio.runner import resume_run_async
+from studio.runtime.runner import resume_run_async
 from studio.types import value_from_text
 from studio.viewer.trace import Trace
 

@@ -13,7 +13,7 @@ from studio.app.nav import trace_page
 from studio.app.settings import settings
 from studio.app.widgets import badge, ident
 from studio.errors import FlowError
-from studio.spec import Flow, InputSpec, load_flow
+from studio.flow.spec import Flow, InputSpec, load_flow
 from studio.store.base import StepRecord
 
 SKIP_DIRS = {"node_modules", "__pycache__"}
@@ -63,7 +63,7 @@ def input_widget(name: str, spec: InputSpec) -> Any:
 
 def _run(path: Path, values: dict[str, Any], flow: Flow) -> str | None:
     """Run the flow with a hook that redraws the per-node status after every step."""
-    from studio.runner import run_flow_async
+    from studio.runtime.runner import run_flow_async
 
     statuses = dict.fromkeys(flow.spec.nodes, "pending")
     board = st.empty()

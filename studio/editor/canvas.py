@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from studio import registry
 from studio.editor.document import EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
 from studio.editor.ports import Port
 from studio.editor.problems import Problem
+from studio.runtime import registry
 
 
 def _port(port: Port, wired: set[str]) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from studio import templates
 from studio.editor.layout import INPUTS, OUTPUTS
 from studio.editor.patch import carry_over
 from studio.editor.ports import NodePorts, flow_input_type, instantiate, node_ports, refusal, source_type
 from studio.errors import FlowError
-from studio.fmt import NODE_ORDER, TOP_ORDER, dump, round_trip_yaml, yaml_value
-from studio.loader import loads
-from studio.refs import FLOW_INPUTS, Ref, parse_value, refs_in
+from studio.flow import templates
+from studio.flow.fmt import NODE_ORDER, TOP_ORDER, dump, round_trip_yaml, yaml_value
+from studio.flow.loader import loads
+from studio.flow.refs import FLOW_INPUTS, Ref, parse_value, refs_in
 from studio.types import ANY, PortType
 
 ADD_PORT = "+"

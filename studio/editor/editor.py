@@ -22,7 +22,7 @@ from studio.editor.layout import (
     sidecar_text,
 )
 from studio.editor.problems import Problem, check
-from studio.spec import Flow
+from studio.flow.spec import Flow
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 from pydantic.fields import FieldInfo
 
-from studio import registry
 from studio.errors import FlowError
-from studio.loader import loads
+from studio.flow.loader import loads
+from studio.runtime import registry
 
 LONG = {"prompt", "template", "system", "instructions", "code", "until", "body"}
 """String fields edited in a text area."""

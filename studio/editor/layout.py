@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from studio.errors import FlowError
-from studio.loader import loads
+from studio.flow.loader import loads
 
 INPUTS = "$inputs"
 OUTPUTS = "$outputs"

@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from studio import registry
 from studio.errors import FlowError
+from studio.flow.refs import FLOW_INPUTS, Ref
 from studio.node import Node, TemplateInputs
-from studio.refs import FLOW_INPUTS, Ref
+from studio.runtime import registry
 from studio.types import ANY, PortType, accepts, parse_type
 
 

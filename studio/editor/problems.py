@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import compile_flow
 from studio.errors import FlowError
-from studio.loader import loads
-from studio.spec import Flow, parse
+from studio.flow.loader import loads
+from studio.flow.spec import Flow, parse
+from studio.runtime.compiler import compile_flow
 
 
 @dataclass(frozen=True)

@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from studio.compiler import Plan, compile_flow
-from studio.engine import Engine, RunOptions, RunResult
 from studio.errors import FlowError
-from studio.spec import load_flow
+from studio.flow.spec import load_flow
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine, RunOptions, RunResult
 from studio.store import MemoryStore, SQLiteStore
 from studio.store.base import Store
 from studio.types import value_from_text

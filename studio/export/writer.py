@@ -23,13 +23,13 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from studio.compiler import Plan, compile_flow
 from studio.errors import InputError, SpecError
 from studio.export import source
 from studio.export.source import InputField, NameProblem, OutputField, Package
-from studio.refs import FLOW_INPUTS, Ref, refs_in
-from studio.spec import Flow, load_flow
-from studio.subflows import load_sub_flow
+from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
+from studio.flow.spec import Flow, load_flow
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.subflows import load_sub_flow
 from studio.types import ANY, PortType, type_of_value
 
 DEFAULT_TEST_SCRIPT = (
@@ -390,8 +390,8 @@ def _plans(plan: Plan, prefix: str) -> list[tuple[str, Plan]]:
 def _test_script(path: str | Path | None) -> str:
     if path is None:
         return DEFAULT_TEST_SCRIPT
+    from studio.flow.spec import ModelSpec
     from studio.models.scripted import from_spec
-    from studio.spec import ModelSpec
 
     script = Path(path)
     try:

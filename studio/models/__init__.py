@@ -7,8 +7,8 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from studio.errors import SpecError
+from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request
-from studio.spec import ModelSpec
 
 __all__ = ["ClientHook", "Completion", "Message", "ModelClient", "ModelError", "Request", "client_for", "client_hooks"]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, Request
 from studio.models.litellm_client import import_litellm
-from studio.spec import ModelSpec
 
 PROVIDERS = ("local", "scripted")
 

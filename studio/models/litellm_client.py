@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request
-from studio.spec import ModelSpec
 
 _ENV_PREFIX = "$env."
 MAX_TOP_LOGPROBS_CHAT = 20

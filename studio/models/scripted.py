@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from studio.errors import SpecError
-from studio.loader import load_file
+from studio.flow.loader import load_file
+from studio.flow.spec import ModelSpec, ScriptRule
 from studio.models.base import Completion, ModelError, Request
-from studio.spec import ModelSpec, ScriptRule
 
 LEDGER_ENV = "FLOWSTUDIO_SCRIPTED_LEDGER"
 _RULES = TypeAdapter(list[ScriptRule])

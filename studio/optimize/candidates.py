@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.compiler import Plan, compile_flow
-from studio.fmt import dump, round_trip_yaml, yaml_value
-from studio.refs import FLOW_INPUTS, Ref, parse_value
-from studio.spec import Flow, load_flow_text
+from studio.flow.fmt import dump, round_trip_yaml, yaml_value
+from studio.flow.refs import FLOW_INPUTS, Ref, parse_value
+from studio.flow.spec import Flow, load_flow_text
+from studio.runtime.compiler import Plan, compile_flow
 
 TUNABLE = ("llm.generate", "llm.classify")
 """Node types whose prompt the optimizer edits (instructions, demos, form, strategy)."""

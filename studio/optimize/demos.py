@@ -15,9 +15,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from studio.datasets import Dataset, Example
+from studio.evaluate.datasets import Dataset, Example
+from studio.flow.spec import Flow
 from studio.optimize.candidates import TunableNode, feeds_output
-from studio.spec import Flow
 from studio.store.base import StepRecord
 
 GOOD = 1.0 - 1e-9

@@ -14,12 +14,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from studio.batch import ExampleResult, LocalExecutor, score_example
-from studio.compiler import Plan
-from studio.datasets import Example
-from studio.engine import RunOptions
-from studio.metrics import Metric
+from studio.evaluate.batch import ExampleResult, LocalExecutor, score_example
+from studio.evaluate.datasets import Example
+from studio.evaluate.metrics import Metric
 from studio.optimize.meter import Meter, usage_key
+from studio.runtime.compiler import Plan
+from studio.runtime.engine import RunOptions
 from studio.store.base import Store
 
 

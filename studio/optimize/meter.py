@@ -20,9 +20,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from studio.flow.spec import ModelSpec
 from studio.models import client_hooks
 from studio.models.base import Completion, ModelClient, ModelError, Request
-from studio.spec import ModelSpec
 
 
 def usage_key(model: str, request: dict[str, Any]) -> str:

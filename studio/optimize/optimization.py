@@ -14,17 +14,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import Plan, compile_flow
-from studio.engine import Engine, RunOptions
 from studio.errors import InputError
-from studio.metrics import resolve_metric
+from studio.evaluate.metrics import resolve_metric
+from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.optimize import pareto, report
 from studio.optimize.candidates import Candidate
 from studio.optimize.evaluate import BudgetSpent, Evaluator
 from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
 from studio.optimize.search import Progress, Search
-from studio.spec import Flow, load_flow, load_flow_text
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import ExperimentRecord, Store, new_id
 
 KIND = "optimize"

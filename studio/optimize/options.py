@@ -13,14 +13,14 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from studio.compiler import Plan, compile_flow
-from studio.datasets import DataError, Dataset, load_dataset
-from studio.engine import Engine
 from studio.errors import InputError
-from studio.metrics import LLMJudge, Metric, resolve_metric
+from studio.evaluate.datasets import DataError, Dataset, load_dataset
+from studio.evaluate.metrics import LLMJudge, Metric, resolve_metric
+from studio.flow.spec import Flow, load_flow
 from studio.optimize.candidates import tunable_nodes
 from studio.optimize.search import Settings, calls_per_example, overhead_calls
-from studio.spec import Flow, load_flow
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine
 from studio.store.memory import MemoryStore
 
 MIN_TRAIN = 4

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from studio.metrics import is_number, parse_json
+from studio.evaluate.metrics import is_number, parse_json
 from studio.optimize.candidates import TunableNode
 from studio.optimize.demos import Trace
 

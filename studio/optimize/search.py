@@ -27,9 +27,9 @@ from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
-from studio.compiler import Plan
-from studio.datasets import Dataset
 from studio.errors import FlowError
+from studio.evaluate.datasets import Dataset
+from studio.flow.spec import Flow
 from studio.optimize import demos as demo_pools
 from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
 from studio.optimize.demos import Trace
@@ -38,7 +38,7 @@ from studio.optimize.meter import Meter
 from studio.optimize.moves import Move, NodeMoves, round_moves
 from studio.optimize.proposers import Rewrite, library, proposed
 from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
-from studio.spec import Flow
+from studio.runtime.compiler import Plan
 
 Progress = Callable[..., None]
 """Called as progress(event=, best=, alive=, calls=, cost_usd=, message=, **future_kwargs)."""

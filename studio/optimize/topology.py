@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from studio.compiler import Plan
-from studio.datasets import Dataset
-from studio.metrics import is_number
+from studio.evaluate.datasets import Dataset
+from studio.evaluate.metrics import is_number
+from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.optimize.candidates import REMOVE, Path, answer_source
 from studio.optimize.moves import Move
-from studio.refs import FLOW_INPUTS, Ref, refs_in
+from studio.runtime.compiler import Plan
 from studio.types import PortType
 
 REMOVABLE = ("text.template", "llm.generate")

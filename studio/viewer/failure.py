@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from studio.refs import FLOW_INPUTS
+from studio.flow.refs import FLOW_INPUTS
 from studio.store.base import StepRecord
 from studio.viewer.names import parse_step_name
 from studio.viewer.trace import GraphNode, Trace

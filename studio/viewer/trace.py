@@ -13,11 +13,11 @@ from pathlib import Path
 
 from jinja2 import TemplateSyntaxError
 
-from studio import templates
-from studio.compiler import compile_flow
 from studio.errors import FlowError
-from studio.refs import FLOW_INPUTS, parse_value, refs_in
-from studio.spec import NodeSpec, load_flow_text
+from studio.flow import templates
+from studio.flow.refs import FLOW_INPUTS, parse_value, refs_in
+from studio.flow.spec import NodeSpec, load_flow_text
+from studio.runtime.compiler import compile_flow
 from studio.store.base import CallRecord, RunRecord, StepRecord, Store
 from studio.viewer.names import top_node
 

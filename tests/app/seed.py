@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from studio.runner import run_flow
+from studio.runtime.runner import run_flow
 from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord, StepStatus, Store
 
 FLOWS = Path(__file__).resolve().parent / "flows"

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from studio.app.run_page import flow_files
-from studio.spec import load_flow
+from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, studio_server
 from tests.app.editor_browser import WAIT_MS, add_from_palette, big_flow, canvas, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS

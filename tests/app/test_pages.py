@@ -209,7 +209,7 @@ def test_run_page_shows_bad_input_instead_of_running(app_env: dict[str, str]) ->
 
 
 def test_a_waiting_run_is_resumed_from_its_trace(app_env: dict[str, str], tmp_path: Path) -> None:
-    from studio.runner import run_flow
+    from studio.runtime.runner import run_flow
     from tests.conftest import FIXTURES
 
     waiting = run_flow(FIXTURES / "approval.yaml", {"topic": "tea"})

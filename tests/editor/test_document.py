@@ -11,7 +11,7 @@ import pytest
 from studio.editor.document import new_flow_text
 from studio.editor.editor import Editor
 from studio.editor.layout import INPUTS, OUTPUTS, read_sidecar, sidecar_path
-from studio.spec import load_flow, load_flow_text
+from studio.flow.spec import load_flow, load_flow_text
 from tests.conftest import CLI, FIXTURES, FLOWS, SCRIPTS
 
 EXAMPLES = sorted(p.name for p in FLOWS.glob("*.yaml"))

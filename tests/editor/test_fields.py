@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from studio import registry
 from studio.editor.fields import changes, config_fields, shown
 from studio.errors import FlowError
+from studio.runtime import registry
 
 
 def test_generate_fields_have_help_widgets_and_defaults() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from studio.flow.spec import ModelSpec
 from studio.models.base import Message, ModelError, Request
 from studio.models.litellm_client import LiteLLMModel, resolve_secret
-from studio.spec import ModelSpec
 from tests.conftest import ROOT
 
 

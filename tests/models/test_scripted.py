@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from studio.errors import SpecError
+from studio.flow.spec import ModelSpec, ScriptRule
 from studio.models.base import Message, ModelError, Request
 from studio.models.scripted import LEDGER_ENV, ScriptedModel, from_spec
-from studio.spec import ModelSpec, ScriptRule
 
 
 def _model(*rules: dict[str, object]) -> ScriptedModel:

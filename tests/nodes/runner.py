@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import compile_flow
-from studio.engine import Engine, RunResult
-from studio.spec import load_flow_text
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine, RunResult
 from studio.store import MemoryStore
 
 HEADER = "flowstudio: 1\nname: scenario\n"

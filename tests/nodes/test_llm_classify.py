@@ -16,12 +16,12 @@ from nodes.llm_classify import (
     labels_begun_by,
     nearest_label,
 )
-from studio.compiler import compile_flow
-from studio.engine import Engine
+from studio.flow.spec import load_flow_text
 from studio.models import local
 from studio.models.base import Completion, Message, Request
 from studio.node import NodeContext
-from studio.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine
 from studio.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from studio.compiler import compile_flow
-from studio.engine import Engine
 from studio.errors import CompileError
-from studio.spec import load_flow, load_flow_text
+from studio.flow.spec import load_flow, load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine
 from studio.store import MemoryStore
 from tests.conftest import FIXTURES
 

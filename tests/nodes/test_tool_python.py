@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from nodes.tool_python import PythonTool
-from studio.compiler import compile_flow
 from studio.errors import CompileError, NodeError, SpecError
-from studio.llm import NoModel
+from studio.flow.spec import load_flow, load_flow_text
 from studio.node import NodeContext, PortType, TemplateInputs
-from studio.spec import load_flow, load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.llm import NoModel
 from studio.tools import ALLOW_ENV, resolve_tools
 from tests.nodes.runner import HEADER, run_flow
 

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from studio.compiler import compile_flow
+from studio.evaluate.tasks import write
+from studio.flow.spec import load_flow
 from studio.models.local import is_installed
 from studio.optimize import OptimizeOptions, optimize, prepare
-from studio.spec import load_flow
+from studio.runtime.compiler import compile_flow
 from studio.store import MemoryStore
-from studio.tasks import write
 
 ROOT = Path(__file__).resolve().parents[2]
 BUDGET = 30

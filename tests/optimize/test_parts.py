@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from studio.flow.spec import ScriptRule, load_flow_text
 from studio.models.base import Completion, ModelError, Request
 from studio.models.scripted import ScriptedModel
 from studio.optimize.candidates import REMOVE, TunableNode, render
@@ -16,7 +17,6 @@ from studio.optimize.meter import Meter, MeteredClient, metering
 from studio.optimize.moves import NodeMoves, demo_moves
 from studio.optimize.pareto import Point, front, svg
 from studio.optimize.proposers import clean, output_shape
-from studio.spec import ScriptRule, load_flow_text
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPIC = (ROOT / "bench" / "flows" / "topic.yaml").read_text()
@@ -73,12 +73,12 @@ async def test_a_failed_attempt_counts_as_a_call() -> None:
 
 
 def test_clients_are_metered_only_inside_metering() -> None:
-    import studio.engine
-    from studio.spec import ModelSpec
+    import studio.runtime.engine
+    from studio.flow.spec import ModelSpec
 
     spec = ModelSpec(model="scripted", script=[ScriptRule(reply="ok")])
     with metering(Meter()):
-        client_for = getattr(studio.engine, "client_for")  # noqa: B009 - the name the engine looks up
+        client_for = getattr(studio.runtime.engine, "client_for")  # noqa: B009 - the name the engine looks up
         assert isinstance(client_for(spec, ROOT), MeteredClient)
     assert not isinstance(client_for(spec, ROOT), MeteredClient)
 

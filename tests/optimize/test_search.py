@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from studio.compiler import compile_flow
+from studio.flow.spec import load_flow
 from studio.optimize import OptimizeResult, prepare
 from studio.optimize.optimization import Optimization
 from studio.optimize.search import rung_sizes
-from studio.spec import load_flow
+from studio.runtime.compiler import compile_flow
 from studio.store import MemoryStore, SQLiteStore, Store
 from tests.optimize.conftest import (
     CONSTRAINT_RULES,

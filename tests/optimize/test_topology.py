@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from studio.compiler import Plan, compile_flow
-from studio.datasets import load_dataset
 from studio.errors import FlowError
+from studio.evaluate.datasets import load_dataset
+from studio.flow.spec import load_flow, load_flow_text
+from studio.flow.templates import render as render_template
 from studio.optimize import prepare
 from studio.optimize.candidates import Candidate, build, combined, render
 from studio.optimize.meter import Meter
@@ -26,9 +27,8 @@ from studio.optimize.topology import (
     tidy_moves,
     topology_moves,
 )
-from studio.spec import load_flow, load_flow_text
+from studio.runtime.compiler import Plan, compile_flow
 from studio.store import MemoryStore
-from studio.templates import render as render_template
 from tests.optimize.conftest import NOTHING_RULES, SCRIPTED_MODELS, MakeTask, Task, options, write_jsonl
 
 CHAIN = """\

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from studio import registry
-from studio.spec import FlowSpec
+from studio.flow.spec import FlowSpec
+from studio.runtime import registry
 
 SCHEMA_ID = "https://flowstudio.dev/schema/flow-1.json"
 

@@ -8,9 +8,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import compile_flow
-from studio.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
-from studio.spec import load_flow
+from studio.flow.spec import load_flow
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
 from studio.store import SQLiteStore, default_db_path
 
 

@@ -25,12 +25,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from studio.compiler import Plan, compile_flow
-from studio.datasets import Dataset, Example, load_dataset
-from studio.engine import Engine, RunOptions
 from studio.errors import InputError
-from studio.metrics import LLMJudge, Metric, MetricError, resolve_metric
-from studio.spec import load_flow
+from studio.evaluate.datasets import Dataset, Example, load_dataset
+from studio.evaluate.metrics import LLMJudge, Metric, MetricError, resolve_metric
+from studio.flow.spec import load_flow
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import ExperimentRecord, RunRecord, Store, new_id
 from studio.store.memory import MemoryStore
 
@@ -489,7 +489,7 @@ async def run_prepared(
         on_start(experiment_id, prepared.examples)
     executor: Executor | None = None
     if options.executor == "ray":
-        from studio.ray_executor import RayExecutor
+        from studio.evaluate.ray_executor import RayExecutor
 
         executor = RayExecutor(store, address=options.ray_address)
     try:

@@ -12,11 +12,12 @@ from typing import Any
 from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
-from studio import registry, templates
 from studio.errors import CompileError, FlowError
+from studio.flow import templates
+from studio.flow.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
+from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec
 from studio.node import Node, TemplateInputs
-from studio.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
-from studio.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec
+from studio.runtime import registry
 from studio.types import PortType, accepts, parse_type, type_of_value
 
 DEFAULT_MODEL = "default"

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from studio.compiler import Plan
-from studio.engine import prepare_inputs
 from studio.errors import FlowError, InputError
+from studio.runtime.compiler import Plan
+from studio.runtime.engine import prepare_inputs
 
 MAX_BYTES = 256 * 1024 * 1024
 _TEXT_TYPES = {"str", "any"}

@@ -16,18 +16,18 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from studio import templates
-from studio.budget import Budget
-from studio.compiler import Plan, PlanNode, compile_flow
 from studio.errors import FlowError, InputError, NodeError
-from studio.llm import BoundLLM, NoModel
+from studio.flow import templates
+from studio.flow.refs import FLOW_INPUTS, Ref, substitute
+from studio.flow.spec import Flow, load_flow
 from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
-from studio.refs import FLOW_INPUTS, Ref, substitute
-from studio.spec import Flow, load_flow
+from studio.runtime.budget import Budget
+from studio.runtime.compiler import Plan, PlanNode, compile_flow
+from studio.runtime.llm import BoundLLM, NoModel
+from studio.runtime.subflows import SubFlows
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
-from studio.subflows import SubFlows
 from studio.tools import resolve_tools
 
 DEFAULT_MAX_CONCURRENCY = 100
@@ -447,7 +447,7 @@ class Engine:
         return record
 
     def _stored_flow(self, record: RunRecord) -> Flow:
-        from studio.spec import load_flow_text
+        from studio.flow.spec import load_flow_text
 
         text = self.store.flow_text(record.run_id)
         if text is None:

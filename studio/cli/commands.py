@@ -82,8 +82,8 @@ def validate(flow: str) -> None:
 
     Example: flowstudio validate flows/ticket-triage.yaml
     """
-    from studio.compiler import compile_flow
-    from studio.spec import load_flow
+    from studio.flow.spec import load_flow
+    from studio.runtime.compiler import compile_flow
 
     plan = compile_flow(load_flow(flow))
     click.echo(f"OK {flow}: {len(plan.nodes)} nodes")
@@ -98,8 +98,8 @@ def fmt(flows: tuple[str, ...], check: bool) -> None:
 
     Example: flowstudio fmt flows/*.yaml
     """
-    from studio.fmt import format_text
-    from studio.spec import load_flow
+    from studio.flow.fmt import format_text
+    from studio.flow.spec import load_flow
 
     unformatted = []
     for flow in flows:
@@ -122,7 +122,7 @@ def schema() -> None:
 
     Example: flowstudio schema > flow.schema.json
     """
-    from studio.schema import flow_schema
+    from studio.flow.schema import flow_schema
 
     _print_json(flow_schema())
 
@@ -161,7 +161,7 @@ def run_options(command: F) -> F:
 
 def _options(base: Any, flags: dict[str, Any]) -> Any:
     """Stored or default RunOptions, with the flags that were given on top."""
-    from studio.engine import RunOptions
+    from studio.runtime.engine import RunOptions
 
     options = base or RunOptions()
     for name in ("max_cost", "max_tokens", "max_steps", "cache"):
@@ -195,7 +195,7 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
-    from studio.runner import run_flow_async
+    from studio.runtime.runner import run_flow_async
 
     given = json.load(inputs_file) if inputs_file else {}
     if not isinstance(given, dict):
@@ -208,7 +208,7 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
 
 
 def _stored_options(run_id: str, db: str | None, flags: dict[str, Any]) -> Any:
-    from studio.engine import RunOptions
+    from studio.runtime.engine import RunOptions
 
     store = _open_store(db)
     record = store.get_run(run_id)
@@ -232,7 +232,7 @@ def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
 
     Example: flowstudio resume 3f2a9c1d0b7e4a55 --value approve=true
     """
-    from studio.runner import resume_run_async
+    from studio.runtime.runner import resume_run_async
 
     options = _stored_options(run_id, flags["db"], flags)
     supplied = _pairs(values, "--value", parse_json=True)
@@ -252,7 +252,7 @@ def rerun(run_id: str, from_node: str, **flags: Any) -> None:
 
     Example: flowstudio rerun 3f2a9c1d0b7e4a55 --from reply
     """
-    from studio.runner import rerun_async
+    from studio.runtime.runner import rerun_async
 
     options = _stored_options(run_id, flags["db"], flags)
     run_async = rerun_async(
@@ -262,7 +262,7 @@ def rerun(run_id: str, from_node: str, **flags: Any) -> None:
 
 
 def _report(result: Any, as_json: bool) -> None:
-    from studio.reports import print_run
+    from studio.cli.reports import print_run
 
     if as_json:
         _print_json(result.as_json())
@@ -285,7 +285,7 @@ def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_js
 
     Example: flowstudio runs --limit 10 --json
     """
-    from studio.reports import print_runs, run_row
+    from studio.cli.reports import print_runs, run_row
 
     store = _open_store(db)
     records = store.list_runs(limit=limit, flow=flow, status=status)
@@ -305,8 +305,8 @@ def trace(run_id: str, db: str | None, as_json: bool) -> None:
 
     Example: flowstudio trace 3f2a9c1d0b7e4a55 --json
     """
+    from studio.cli.reports import print_trace, step_row
     from studio.errors import InputError
-    from studio.reports import print_trace, step_row
 
     store = _open_store(db)
     record = store.get_run(run_id)
@@ -422,8 +422,8 @@ def batch(
     """
     import asyncio
 
-    from studio.batch import BatchOptions, prepare_batch, run_prepared
     from studio.errors import InputError
+    from studio.evaluate.batch import BatchOptions, prepare_batch, run_prepared
 
     if resume is None and (flow is None or data is None):
         raise InputError(
@@ -458,7 +458,7 @@ def batch(
     if as_json:
         _print_json({**result.summary, "out": out})
     else:
-        from studio.batch import first_errors, print_summary
+        from studio.evaluate.batch import first_errors, print_summary
 
         print_summary(result.summary, list(first_errors(result.results)), out)
 
@@ -477,7 +477,7 @@ def _batch_with_progress(prepared: Any, store: Any) -> Any:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from studio.batch import run_prepared
+    from studio.evaluate.batch import run_prepared
 
     columns = (
         TextColumn("{task.description}"),
@@ -518,8 +518,8 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
 
     Example: flowstudio experiments --json
     """
-    from studio.batch import experiment_row, print_experiments, print_summary
     from studio.errors import InputError
+    from studio.evaluate.batch import experiment_row, print_experiments, print_summary
 
     store = _open_store(db)
     try:

@@ -11,7 +11,7 @@ for train, dev and test. A test example therefore never shares a template or a c
 with a train example, so a flow cannot score by having memorised its demos. The division is
 fixed; `seed` only changes which examples are drawn from a split's pools.
 
-    python -m studio.tasks sentiment --out data/ --sizes 50,50,100 --seed 0
+    python -m studio.evaluate.tasks sentiment --out data/ --sizes 50,50,100 --seed 0
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def write(task: str, out: str | Path, sizes: Sequence[int] = (50, 50, 100), seed
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m studio.tasks", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m studio.evaluate.tasks", description=__doc__.split("\n\n")[0])
     parser.add_argument("task", choices=[*TASKS, "all"])
     parser.add_argument("--out", default=".", help="Folder for the JSONL files.")
     parser.add_argument("--sizes", default="50,50,100", help="train,dev,test sizes.")

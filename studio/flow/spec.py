@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from studio.errors import SpecError
-from studio.loader import Document, PathKey, load_file, loads
+from studio.flow.loader import Document, PathKey, load_file, loads
 
 SCHEMA_VERSION = 1
 NODE_ID = r"^[a-z][a-z0-9_]*$"

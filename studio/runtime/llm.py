@@ -13,11 +13,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from studio.budget import Budget
 from studio.errors import NodeError
+from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request
 from studio.node import ToolCall, ToolReply
-from studio.spec import ModelSpec
+from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
 
 DEFAULT_MAX_TOKENS = 256

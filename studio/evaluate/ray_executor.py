@@ -19,12 +19,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from studio.batch import Outcome
-from studio.compiler import Plan, compile_flow
-from studio.datasets import Example
-from studio.engine import Engine, RunOptions
 from studio.errors import InputError
-from studio.spec import load_flow_text
+from studio.evaluate.batch import Outcome
+from studio.evaluate.datasets import Example
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import CallRecord, RunRecord, StepRecord, Store
 from studio.store.memory import MemoryStore
 

@@ -11,15 +11,15 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from studio.compiler import Plan, compile_flow
 from studio.errors import FlowError, NodeError
-from studio.loader import Document
-from studio.refs import FLOW_INPUTS, Ref
-from studio.spec import load_flow, parse
+from studio.flow.loader import Document
+from studio.flow.refs import FLOW_INPUTS, Ref
+from studio.flow.spec import load_flow, parse
+from studio.runtime.compiler import Plan, compile_flow
 from studio.types import ANY, PortType
 
 if TYPE_CHECKING:
-    from studio.engine import _Graph
+    from studio.runtime.engine import _Graph
 
 MAX_DEPTH = 8
 
@@ -60,7 +60,7 @@ class SubFlows:
         self.path = path
 
     async def call(self, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = "") -> dict[str, Any]:
-        from studio.engine import prepare_inputs
+        from studio.runtime.engine import prepare_inputs
 
         if self.graph.depth >= MAX_DEPTH:
             raise NodeError(

@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from studio.engine import RunResult
+from studio.runtime.engine import RunResult
 from studio.store.base import CallRecord, RunRecord, StepRecord
 
 

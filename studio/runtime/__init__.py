@@ -1,0 +1,1 @@
+"""Running flows: compiler, engine (sub-flows included), model binding, budget, node registry."""
