@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from studio.cli.launch import DIR_ENV
 from studio.store import SQLiteStore, default_db_path
 
-DIR_ENV = "FLOWSTUDIO_STUDIO_DIR"
 
 
 @dataclass(frozen=True)

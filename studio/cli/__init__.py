@@ -1,5 +1,43 @@
-"""The `flowstudio` command line: click commands, each a few lines over the library."""
+"""`flowstudio`: a thin click layer over the library. JSON for scripts, tables for people.
 
-from studio.cli.commands import main
+Exit codes: 0 ok, 1 the flow failed, 2 bad input, 3 the run is waiting for human input.
+Heavy imports (pydantic models, litellm, the local model) happen inside commands, so
+`flowstudio --help` starts fast. One module per command group; this one assembles them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from studio.cli import evaluate, export, flows, index, launch, models, optimize, running, runs
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="flowstudio")
+def main() -> None:
+    """Build, run and trace LLM workflows written as YAML flows.
+
+    Example: flowstudio run flows/ticket-triage.yaml -i ticket="I was charged twice"
+    """
+
+
+for command in (
+    flows.validate,
+    flows.fmt,
+    flows.schema,
+    running.run,
+    running.resume,
+    running.rerun,
+    runs.runs,
+    runs.trace,
+    models.models,
+    evaluate.batch,
+    evaluate.experiments,
+    optimize.optimize,
+    launch.studio,
+    index.index,
+    export.export,
+):
+    main.add_command(command)
 
 __all__ = ["main"]

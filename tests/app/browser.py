@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from studio.app.server import LOOPBACK, free_port, streamlit_command
+from studio.cli.launch import LOOPBACK, free_port, streamlit_command
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from studio.app import MAIN
+from studio.cli.launch import MAIN
 from studio.store import SQLiteStore
 from studio.store.base import RunRecord
 from tests.app.seed import FLOWS, XSS

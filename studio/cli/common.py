@@ -1,0 +1,128 @@
+"""What the commands share: exit codes, the friendly error wrapper, store and output options."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from studio.types import value_from_text
+
+EXIT_FAILED, EXIT_BAD_INPUT, EXIT_WAITING = 1, 2, 3
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def friendly(command: F) -> F:
+    """Turn FlowError (bad input) into a one-paragraph message and exit code 2."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from studio.errors import FlowError
+
+        try:
+            return command(*args, **kwargs)
+        except FlowError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def pairs(values: tuple[str, ...], option: str, parse_json: bool) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
+        result[name] = value_from_text(value) if parse_json else value
+    return result
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def open_store(db: str | None) -> Any:
+    from studio.store import SQLiteStore, default_db_path
+
+    return SQLiteStore(Path(db) if db else default_db_path())
+
+
+db_option = click.option(
+    "--db", type=click.Path(dir_okay=False), help="SQLite store (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
+)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+
+
+def run_options(command: F) -> F:
+    """The options `run`, `resume` and `rerun` share: store, output, budgets, cache."""
+    decorators = [
+        click.option(
+            "--max-concurrency", type=click.IntRange(1), default=None, help="Nodes running at once (default 100)."
+        ),
+        click.option(
+            "--max-cost",
+            type=click.FloatRange(0),
+            default=None,
+            help="Stop before a model call once this many USD are spent.",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(0),
+            default=None,
+            help="Stop before a model call once this many tokens are used.",
+        ),
+        click.option(
+            "--max-steps", type=click.IntRange(0), default=None, help="Stop before a node once this many steps ran."
+        ),
+        click.option(
+            "--cache/--no-cache", default=None, help="Serve repeated model calls from the LLM cache (default on)."
+        ),
+        db_option,
+        json_option,
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def options_from(base: Any, flags: dict[str, Any]) -> Any:
+    """Stored or default RunOptions, with the flags that were given on top."""
+    from studio.runtime.engine import RunOptions
+
+    options = base or RunOptions()
+    for name in ("max_cost", "max_tokens", "max_steps", "cache"):
+        if flags.get(name) is not None:
+            setattr(options, name, flags[name])
+    return options
+
+
+def stored_options(run_id: str, db: str | None, flags: dict[str, Any]) -> Any:
+    from studio.runtime.engine import RunOptions
+
+    store = open_store(db)
+    record = store.get_run(run_id)
+    store.close()
+    return options_from(RunOptions.from_json(record.options) if record else None, flags)
+
+
+def report(result: Any, as_json: bool) -> None:
+    from studio.cli.reports import print_run
+
+    if as_json:
+        print_json(result.as_json())
+    else:
+        print_run(result)
+    if result.status == "failed":
+        sys.exit(EXIT_FAILED)
+    if result.status == "waiting":
+        sys.exit(EXIT_WAITING)

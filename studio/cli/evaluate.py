@@ -1,0 +1,199 @@
+"""`batch` and `experiments`: a dataset through a flow, and the experiments recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from studio.cli.common import (
+    db_option,
+    friendly,
+    json_option,
+    open_store,
+    pairs,
+    print_json,
+)
+
+
+@click.command()
+@click.argument("flow", required=False, type=click.Path(dir_okay=False))
+@click.option("--data", type=click.Path(dir_okay=False), help="Dataset: JSONL (one object a line) or CSV.")
+@click.option("--map", "map_inputs", multiple=True, metavar="INPUT=COLUMN", help="Feed a flow input from a column.")
+@click.option("--expect", multiple=True, metavar="OUTPUT=COLUMN", help="Compare a flow output with a column.")
+@click.option(
+    "--metric",
+    default=None,
+    metavar="NAME",
+    help="exact, contains, f1, regex, json_match, llm_judge, or module:function (default: exact when expected).",
+)
+@click.option("--judge", default=None, metavar="ALIAS", help="llm_judge's model alias (default: judge, else default).")
+@click.option("--rubric", default=None, help="llm_judge's rubric, or @FILE.")
+@click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True, help="Examples running at once.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N examples.")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write one JSON line per example here.")
+@click.option("--model", "models", multiple=True, metavar="ALIAS=MODEL", help="Swap a model alias.")
+@click.option("--resume", default=None, metavar="EXPERIMENT_ID", help="Continue a batch that was stopped.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Run examples in this process, or as Ray tasks (extra `ray`).",
+)
+@click.option(
+    "--ray-address", default=None, metavar="ADDR", help="Join this Ray cluster (default: start a local Ray runtime)."
+)
+@click.option("--cache/--no-cache", default=True, help="Serve repeated model calls from the LLM cache (default on).")
+@db_option
+@json_option
+@friendly
+def batch(
+    flow: str | None,
+    data: str | None,
+    map_inputs: tuple[str, ...],
+    expect: tuple[str, ...],
+    metric: str | None,
+    judge: str | None,
+    rubric: str | None,
+    concurrency: int,
+    limit: int | None,
+    out: str | None,
+    models: tuple[str, ...],
+    resume: str | None,
+    executor: str,
+    ray_address: str | None,
+    cache: bool,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run a dataset through a flow and score it; every example's run is kept under one experiment.
+
+    Example: flowstudio batch flows/ticket-triage.yaml --data flows/data/triage-labelled.jsonl --metric exact
+    """
+
+    from studio.errors import InputError
+    from studio.evaluate.batch import BatchOptions, prepare_batch, run_prepared
+
+    if resume is None and (flow is None or data is None):
+        raise InputError(
+            "give a FLOW and --data, or --resume EXPERIMENT_ID", field="FLOW" if flow is None else "--data"
+        )
+    options = BatchOptions(
+        flow=flow or "",
+        data=data or "",
+        map_inputs=pairs(map_inputs, "--map", parse_json=False),
+        expect=pairs(expect, "--expect", parse_json=False),
+        metric=metric,
+        judge=judge,
+        rubric=rubric,
+        limit=limit,
+        models=pairs(models, "--model", parse_json=False),
+        cache=cache,
+        concurrency=concurrency,
+        executor="ray" if executor == "ray" else "local",
+        ray_address=ray_address,
+    )
+    store = open_store(db)
+    try:
+        prepared = prepare_batch(options, store, resume=resume)
+        if as_json:
+            result = asyncio.run(run_prepared(prepared, store, on_start=_batch_started))
+        else:
+            result = _batch_with_progress(prepared, store)
+    finally:
+        store.close()
+    if out:
+        result.write_jsonl(out)
+    if as_json:
+        print_json({**result.summary, "out": out})
+    else:
+        from studio.evaluate.batch import first_errors, print_summary
+
+        print_summary(result.summary, list(first_errors(result.results)), out)
+
+
+def _batch_started(experiment_id: str, examples: int) -> None:
+    click.echo(
+        f"experiment {experiment_id}: {examples} examples (continue with: flowstudio batch --resume {experiment_id})",
+        err=True,
+    )
+
+
+def _batch_with_progress(prepared: Any, store: Any) -> Any:
+    """The batch under a rich progress bar: examples done, score and cost so far, ETA."""
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from studio.evaluate.batch import run_prepared
+
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("score {task.fields[score]}"),
+        TextColumn("cost ${task.fields[cost]}"),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task("batch", total=prepared.examples, score="-", cost="0")
+
+        def started(experiment_id: str, examples: int) -> None:
+            bar.console.print(
+                f"experiment {experiment_id}: {examples} examples "
+                f"(continue with: flowstudio batch --resume {experiment_id})",
+                highlight=False,
+            )
+            bar.update(task, description=experiment_id)
+
+        def progress(*, done: int, total: int, score: float | None, cost_usd: float, **_: Any) -> None:
+            shown = "-" if score is None else f"{score:.3f}"
+            bar.update(task, completed=done, total=total, score=shown, cost=f"{cost_usd:.4f}")
+
+        return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
+
+
+@click.command()
+@click.argument("experiment_id", required=False)
+@click.option("--limit", default=50, show_default=True, help="How many experiments to list.")
+@click.option("--kind", default=None, help="Only this kind (batch, optimize).")
+@db_option
+@json_option
+@friendly
+def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str | None, as_json: bool) -> None:
+    """List experiments (batches, optimizer searches), newest first, or show one.
+
+    Example: flowstudio experiments --json
+    """
+    from studio.errors import InputError
+    from studio.evaluate.batch import experiment_row, print_experiments, print_summary
+
+    store = open_store(db)
+    try:
+        if experiment_id is None:
+            records = store.list_experiments(limit=limit, kind=kind)
+            if as_json:
+                print_json([experiment_row(r) for r in records])
+            else:
+                print_experiments(records)
+            return
+        record = store.get_experiment(experiment_id)
+        if record is None:
+            raise InputError(f"no experiment {experiment_id!r} in {store.path}", field="EXPERIMENT_ID")
+        runs = store.runs_of_experiment(experiment_id)
+        if as_json:
+            print_json(
+                {**experiment_row(record), "config": record.config, "summary": record.summary, "runs": len(runs)}
+            )
+        elif record.summary is None:
+            click.echo(
+                f"experiment {experiment_id} did not finish: {len(runs)} runs recorded "
+                f"(continue with: flowstudio batch --resume {experiment_id})"
+            )
+        else:
+            print_summary(record.summary, [], None)
+    finally:
+        store.close()

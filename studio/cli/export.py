@@ -1,0 +1,49 @@
+"""`export`: write a flow as an installable Python package."""
+
+from __future__ import annotations
+
+import click
+
+from studio.cli.common import (
+    friendly,
+    json_option,
+    print_json,
+)
+
+
+@click.command()
+@click.argument("flow", type=click.Path(dir_okay=False))
+@click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the package into.")
+@click.option("--name", default=None, help="Import name of the package (default: the flow name, - as _).")
+@click.option(
+    "--test-script",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="A scripted-model file for the package's test (default: every call answers `Answer: ok`).",
+)
+@click.option("--force", is_flag=True, help="Write into a non-empty --out, replacing the files export writes.")
+@json_option
+@friendly
+def export(flow: str, out: str, name: str | None, test_script: str | None, force: bool, as_json: bool) -> None:
+    """Write FLOW as an installable Python package: typed run() API, console script, README, test.
+
+    The package depends on flowstudio without the studio extra. Example: flowstudio export flows/ticket-triage.yaml --out dist/ticket-triage
+    """
+    from studio.export import export_flow
+
+    done = export_flow(flow, out, name=name, test_script=test_script, force=force)
+    if as_json:
+        body = {
+            "out": str(done.out),
+            "package": done.package,
+            "distribution": done.distribution,
+            "script": done.distribution,
+            "files": [p.as_posix() for p in done.files],
+            "notes": done.notes,
+        }
+        print_json(body)
+        return
+    click.echo(f"wrote {done.distribution} (import {done.package}) to {done.out}: {len(done.files)} files")
+    for note in done.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"install it with: pip install {done.out}")

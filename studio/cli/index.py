@@ -1,0 +1,49 @@
+"""`index`: build a full-text search table for `retrieve.fts`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from studio.cli.common import (
+    friendly,
+    json_option,
+    print_json,
+)
+
+
+@click.command()
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--table", required=True, help="Name of the document table to (re)build.")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default="documents.db",
+    show_default=True,
+    help="SQLite file for the table (retrieve.fts reads it with `db:`).",
+)
+@click.option("--chunk-chars", type=click.IntRange(100), default=1000, show_default=True, help="Longest passage.")
+@json_option
+@friendly
+def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) -> None:
+    """Build a full-text search table from the .txt and .md files under DIRECTORY, for retrieve.fts.
+
+    The table is replaced, one row per passage. Example: flowstudio index docs/ --table handbook --db docs.db
+    """
+    import re
+
+    import sqlite_utils
+
+    from nodes.retrieve_fts import index_directory
+    from studio.errors import InputError
+
+    if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", table):
+        raise InputError(f"table name {table!r} must be letters, digits and underscores", field="--table")
+    Path(db).parent.mkdir(parents=True, exist_ok=True)
+    with sqlite_utils.Database(db) as database:
+        rows = index_directory(database, table, Path(directory), chunk_chars)
+    if as_json:
+        print_json({"db": db, "table": table, "passages": rows})
+    else:
+        click.echo(f"indexed {rows} passages from {directory} into {db} (table {table})")

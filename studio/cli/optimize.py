@@ -1,0 +1,166 @@
+"""`optimize`: search a better flow within a budget of model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+from studio.cli.common import (
+    db_option,
+    friendly,
+    json_option,
+    open_store,
+    pairs,
+    print_json,
+)
+
+
+@click.command()
+@click.argument("flow", type=click.Path(dir_okay=False))
+@click.option(
+    "--train", required=True, type=click.Path(dir_okay=False), help="Examples to learn demos from (JSONL/CSV)."
+)
+@click.option("--dev", required=True, type=click.Path(dir_okay=False), help="Examples candidates are scored on.")
+@click.option("--test", default=None, type=click.Path(dir_okay=False), help="Held-out examples for the report only.")
+@click.option(
+    "--metric",
+    required=True,
+    metavar="NAME",
+    help="exact, contains, f1, regex, json_match, llm_judge, or module:function.",
+)
+@click.option("--budget-calls", required=True, type=click.IntRange(1), help="Most model calls the search may make.")
+@click.option("--budget-usd", type=float, default=None, help="Most USD the search may spend (one call may cross it).")
+@click.option(
+    "--proposer",
+    default=None,
+    metavar="ALIAS",
+    help="Alias that writes instructions (default: proposer, else default; none).",
+)
+@click.option(
+    "--out", default=None, type=click.Path(dir_okay=False), help="Optimized flow (default: FLOW.optimized.yaml)."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for minibatches and demo draws.")
+@click.option("--map", "map_inputs", multiple=True, metavar="INPUT=COLUMN", help="Feed a flow input from a column.")
+@click.option("--expect", multiple=True, metavar="OUTPUT=COLUMN", help="Compare a flow output with a column.")
+@click.option("--model", "models", multiple=True, metavar="ALIAS=MODEL", help="Swap a model alias for the search.")
+@click.option("--judge", default=None, metavar="ALIAS", help="llm_judge's model alias.")
+@click.option("--rubric", default=None, help="llm_judge's rubric, or @FILE.")
+@click.option(
+    "--max-cost-per-example", type=float, default=None, help="Choose the best flow within this USD per example."
+)
+@click.option(
+    "--minibatch", type=click.IntRange(1), default=8, show_default=True, help="Dev examples in the first rung."
+)
+@click.option("--width", type=click.IntRange(1), default=10, show_default=True, help="Candidates raced per round.")
+@click.option("--concurrency", type=click.IntRange(1), default=4, show_default=True, help="Examples running at once.")
+@db_option
+@json_option
+@friendly
+def optimize(
+    flow: str,
+    train: str,
+    dev: str,
+    test: str | None,
+    metric: str,
+    budget_calls: int,
+    budget_usd: float | None,
+    proposer: str | None,
+    out: str | None,
+    seed: int,
+    map_inputs: tuple[str, ...],
+    expect: tuple[str, ...],
+    models: tuple[str, ...],
+    judge: str | None,
+    rubric: str | None,
+    max_cost_per_example: float | None,
+    minibatch: int,
+    width: int,
+    concurrency: int,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Search better instructions, demos, prompt form, strategy, models and graph for a flow, within a budget.
+
+    Writes the optimized flow (never the input) and a report (markdown, JSON, Pareto plot) beside it.
+    Example: flowstudio optimize bench/flows/topic.yaml --train train.jsonl --dev dev.jsonl --metric exact --budget-calls 300
+    """
+
+    from studio.optimize import OptimizeOptions, prepare
+    from studio.optimize import optimize as run_optimize
+    from studio.optimize.report import show
+
+    options = OptimizeOptions(
+        flow=flow,
+        train=train,
+        dev=dev,
+        test=test,
+        metric=metric,
+        budget_calls=budget_calls,
+        budget_usd=budget_usd,
+        proposer=proposer,
+        out=out,
+        seed=seed,
+        map_inputs=pairs(map_inputs, "--map", parse_json=False),
+        expect=pairs(expect, "--expect", parse_json=False),
+        models=pairs(models, "--model", parse_json=False),
+        judge=judge,
+        rubric=rubric,
+        concurrency=concurrency,
+        max_cost_per_example=max_cost_per_example,
+        minibatch=minibatch,
+        width=width,
+    )
+    prepared = prepare(options)
+    store = open_store(db)
+    try:
+        if as_json:
+            result = asyncio.run(run_optimize(prepared, store))
+        else:
+            result = _optimize_with_progress(prepared, store)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: the best flow so far is in {prepared.out}", err=True)
+        sys.exit(130)
+    finally:
+        store.close()
+    if as_json:
+        print_json(result.as_json())
+    else:
+        show(result.report)
+
+
+def _optimize_with_progress(prepared: Any, store: Any) -> Any:
+    """The search under a live display: calls spent of the budget, best score, candidates alive, cost."""
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from studio.optimize import optimize as run_optimize
+
+    columns = (
+        TextColumn("calls"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]}"),
+        TextColumn("alive {task.fields[alive]}"),
+        TextColumn("${task.fields[cost]}"),
+        TextColumn("{task.description}"),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as bar:
+        task = bar.add_task("starting", total=prepared.options.budget_calls, best="-", alive="-", cost="0")
+
+        def progress(*, event: str, best: float | None, calls: int = 0, cost_usd: float = 0.0, **details: Any) -> None:
+            fields: dict[str, Any] = {"completed": calls, "cost": f"{cost_usd:.4f}"}
+            if best is not None:
+                fields["best"] = f"{best:.3f} ({details.get('best_id')})"
+            if details.get("alive") is not None:
+                fields["alive"] = str(details["alive"])
+            if details.get("message"):
+                fields["description"] = details["message"]
+                if event in ("best", "round", "tie", "finished"):
+                    bar.console.print(details["message"], highlight=False)
+            bar.update(task, **fields)
+
+        return asyncio.run(run_optimize(prepared, store, progress=progress))

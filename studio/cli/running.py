@@ -1,0 +1,100 @@
+"""`run`, `resume` and `rerun`: one run of a flow, recorded in the store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import click
+
+from studio.cli.common import (
+    friendly,
+    options_from,
+    pairs,
+    report,
+    run_options,
+    stored_options,
+)
+
+
+@click.command()
+@click.argument("flow", type=click.Path(dir_okay=False))
+@click.option(
+    "-i",
+    "--input",
+    "inputs",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A flow input; VALUE is JSON if it parses, else text.",
+)
+@click.option("--inputs", "inputs_file", type=click.File("r"), help="A JSON object of inputs.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="ALIAS=MODEL",
+    help="Swap a model alias, e.g. default=scripted/script.yaml.",
+)
+@run_options
+@friendly
+def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], **flags: Any) -> None:
+    """Run a flow headless and record it in the store.
+
+    Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
+    """
+    from studio.runtime.runner import run_flow_async
+
+    given = json.load(inputs_file) if inputs_file else {}
+    if not isinstance(given, dict):
+        raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
+    given.update(pairs(inputs, "-i", parse_json=True))
+    options = options_from(None, flags)
+    options.models = pairs(models, "--model", parse_json=False)
+    run_async = run_flow_async(flow, given, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"])
+    report(asyncio.run(run_async), flags["as_json"])
+
+
+@click.command()
+@click.argument("run_id")
+@click.option(
+    "--value",
+    "values",
+    multiple=True,
+    metavar="NODE=VALUE",
+    help="Answer a waiting human.input node (JSON if it parses).",
+)
+@run_options
+@friendly
+def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
+    """Continue a crashed, failed or waiting run; finished nodes are not run again.
+
+    Example: flowstudio resume 3f2a9c1d0b7e4a55 --value approve=true
+    """
+    from studio.runtime.runner import resume_run_async
+
+    options = stored_options(run_id, flags["db"], flags)
+    supplied = pairs(values, "--value", parse_json=True)
+    run_async = resume_run_async(
+        run_id, values=supplied, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
+    )
+    report(asyncio.run(run_async), flags["as_json"])
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--from", "from_node", required=True, metavar="NODE", help="The first node to execute again.")
+@run_options
+@friendly
+def rerun(run_id: str, from_node: str, **flags: Any) -> None:
+    """Run again from NODE: reuse everything upstream, re-execute NODE and what depends on it.
+
+    Example: flowstudio rerun 3f2a9c1d0b7e4a55 --from reply
+    """
+    from studio.runtime.runner import rerun_async
+
+    options = stored_options(run_id, flags["db"], flags)
+    run_async = rerun_async(
+        run_id, from_node, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
+    )
+    report(asyncio.run(run_async), flags["as_json"])
