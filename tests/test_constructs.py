@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from studio.errors import CompileError
-from studio.flow.spec import load_flow_text
+from studio.flow.spec import load_flow, load_flow_text
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine
 from studio.store import MemoryStore
-from tests.conftest import CLI
+from tests.conftest import CLI, FIXTURES
 
 HEADER = "flowstudio: 1\nname: scenario\n"
 
@@ -581,3 +581,30 @@ def test_a_loop_sub_flow_output_named_iterations_is_refused_by_validate(cli: CLI
     assert result.code == 2, result.err
     assert "nodes.spin.config.flow" in result.err and "'iterations'" in result.err
     assert "Traceback" not in result.err
+
+
+async def test_a_ported_flow_gets_shorter_with_collect_and_computes_the_same() -> None:
+    """Before `collect`, keeping every draft meant threading a list through the loop's state and
+    appending with a JMESPath trick; the same flow with `collect:` is shorter and equal."""
+    results = {}
+    for version in ("before", "after"):
+        path = FIXTURES / "ported" / f"keep-drafts-{version}.yaml"
+        result = await Engine(MemoryStore()).run(compile_flow(load_flow(path)), {"text": "tea"})
+        assert result.status == "succeeded", result.error
+        results[version] = (result.outputs, len(path.read_text().splitlines()))
+    assert results["after"][0] == results["before"][0]
+    assert results["after"][0] == {
+        "final": "Tea is nice.",
+        "drafts": ["Tea", "Tea is nice", "Tea is nice."],
+        "rounds": 3,
+    }
+    assert results["after"][1] < results["before"][1]
+
+
+def test_an_exported_package_types_messages_as_a_list_of_turns() -> None:
+    from studio.export.source import annotation, data, example
+    from studio.types import parse_type
+
+    messages = parse_type("messages | null")
+    assert annotation(messages) == "list[dict[str, str]] | None"
+    assert eval(data(example(messages))) == [{"role": "user", "content": "example"}]
