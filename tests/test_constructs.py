@@ -608,3 +608,31 @@ def test_an_exported_package_types_messages_as_a_list_of_turns() -> None:
     messages = parse_type("messages | null")
     assert annotation(messages) == "list[dict[str, str]] | None"
     assert eval(data(example(messages))) == [{"role": "user", "content": "example"}]
+
+
+async def test_a_resumed_run_keeps_the_branch_its_switch_took(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("script:\n  - {error: {kind: auth}}\n")
+    flow = tmp_path / "flow.yaml"
+    flow.write_text(
+        HEADER
+        + f"""inputs: {{kind: {{type: str}}}}
+outputs: {{answer: $answer.value}}
+models: {{default: {{model: scripted/{script}}}}}
+nodes:
+  route: {{type: control.switch, inputs: {{value: $inputs.kind}}, config: {{cases: {{a: a, b: b}}}}}}
+  on_a: {{type: llm.generate, inputs: {{q: $route.a}}, config: {{prompt: "{{{{ q }}}}"}}}}
+  on_b: {{type: text.template, inputs: {{q: $route.b}}, config: {{template: "B"}}}}
+  answer: {{type: control.merge, inputs: {{options: [$on_a.text, $on_b.text]}}}}
+"""
+    )
+    store = MemoryStore()
+    engine = Engine(store)
+    failed = await engine.run(compile_flow(load_flow(flow)), {"kind": "a"})
+    assert failed.status == "failed"
+    script.write_text("script:\n  - {reply: A}\n")
+    resumed = await engine.resume(failed.run_id)
+    assert (resumed.status, resumed.outputs) == ("succeeded", {"answer": "A"})
+    last = {s.node: s.status for s in store.steps(failed.run_id)}
+    assert last == {"route": "succeeded", "on_a": "succeeded", "on_b": "skipped", "answer": "succeeded"}
+    assert Counter(s.node for s in store.steps(failed.run_id))["route"] == 1
