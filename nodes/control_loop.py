@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate
 
+ITERATIONS = "iterations"
+
 
 class Loop(SubFlowNode):
     """Outputs named like a sub-flow input feed the next iteration."""
@@ -23,6 +25,9 @@ class Loop(SubFlowNode):
         """Hard bound on iterations."""
         on_limit: Literal["fail", "stop"] = "fail"
         """At the bound without `until` true: fail the node, or stop and return the last outputs."""
+        collect: list[str] = []
+        """Sub-flow outputs accumulated over iterations: each is output as the list of its value in
+        every iteration, in order, instead of the last one (`until` still sees the last one)."""
 
     class Inputs(BaseModel):
         model_config = ConfigDict(extra="allow")
@@ -35,20 +40,41 @@ class Loop(SubFlowNode):
 
     config: Config
 
+    def check(self) -> list[tuple[str, str]]:
+        outputs = self.sub_flow()[2]
+        if ITERATIONS in outputs:
+            return [
+                (
+                    "flow",
+                    f"the sub-flow has an output named {ITERATIONS!r}, which control.loop uses for its count; rename it",
+                )
+            ]
+        for i, name in enumerate(self.config.collect):
+            if name not in outputs:
+                return [(f"collect.{i}", f"the sub-flow has no output {name!r}; its outputs are {sorted(outputs)}")]
+        return []
+
     def output_ports(self) -> dict[str, PortType]:
-        return {**self.sub_flow()[2], "iterations": PortType("int")}
+        ports = {
+            name: PortType("list", port) if name in self.config.collect else port
+            for name, port in self.sub_flow()[2].items()
+        }
+        return {**ports, ITERATIONS: PortType("int")}
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         state = dict(inputs.model_extra or {})
         accepted = set(self.sub_flow()[0])
         outputs: dict[str, Any] = {}
+        collected: dict[str, list[Any]] = {name: [] for name in self.config.collect}
         for iteration in range(1, self.config.max_iterations + 1):
             outputs = await ctx.call_flow(self.config.flow, state, str(iteration))
+            for name, values in collected.items():
+                values.append(outputs.get(name))
             if evaluate(self.config.until, {"outputs": outputs, "iteration": iteration}):
-                return self.Outputs(iterations=iteration, **outputs)
+                return self.Outputs(**{**outputs, **collected, ITERATIONS: iteration})
             state.update({k: v for k, v in outputs.items() if k in accepted})
         if self.config.on_limit == "stop":
-            return self.Outputs(iterations=self.config.max_iterations, **outputs)
+            return self.Outputs(**{**outputs, **collected, ITERATIONS: self.config.max_iterations})
         raise NodeError(
             f"loop reached max_iterations={self.config.max_iterations} without `until` being true", kind="loop_limit"
         )

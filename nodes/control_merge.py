@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -10,7 +10,13 @@ from studio.node import Node, NodeContext
 
 
 class Merge(Node):
-    """Join branches: pass on the first option whose node ran."""
+    """Join branches: pass on the first option whose node ran.
+
+    Flow inputs and literals are always available, so `[$branch.text, $inputs.fallback]`
+    falls back to the input when `branch` is skipped.
+    """
+
+    gathers: ClassVar[str | None] = "options"
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid")

@@ -22,8 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes import tooling
-from studio.node import Message, Node, NodeContext, NodeError, TemplateInputs, ToolCallingLLM, render
+from nodes import prompting, tooling
+from studio.node import Message, Node, NodeContext, NodeError, PortType, TemplateInputs, ToolCallingLLM, render
+
+MESSAGES = "messages"
 
 _ACTION = re.compile(r"Action:[ \t]*(.*)")
 _CALL = re.compile(r"^([A-Za-z_][\w.]*)\s*(?:[\[(](.*)[\])]|[:\s]\s*(.*))?$")
@@ -84,6 +86,10 @@ class Agent(Node):
         """Give up on one tool call after this many seconds (the agent sees the error)."""
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens per turn; the model alias' setting when omitted."""
+        optional: list[str] = []
+        """Template variables that may stay unwired (or come from a skipped node): they render as
+        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
+        optional without being listed."""
 
     Inputs = TemplateInputs
 
@@ -98,6 +104,13 @@ class Agent(Node):
     def templates(self) -> list[tuple[str, str]]:
         return [("prompt", self.config.prompt), ("instructions", self.config.instructions)]
 
+    def input_ports(self) -> dict[str, PortType]:
+        """The prompt's variables, plus the optional conversation so far (`messages`)."""
+        return {**super().input_ports(), MESSAGES: PortType("messages", optional=True)}
+
+    def optional_inputs(self) -> set[str]:
+        return super().optional_inputs() | {MESSAGES}
+
     def check(self) -> list[tuple[str, str]]:
         for i, demo in enumerate(self.config.demos):
             try:
@@ -110,13 +123,15 @@ class Agent(Node):
 
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
         tools = {name: ctx.tool(name) for name in self.config.tools}
-        task = render(self.config.prompt, inputs.values())
+        values = inputs.values()
+        task = render(self.config.prompt, values)
+        past = prompting.history(values)
         use_functions = self.config.protocol == "functions" or (
             self.config.protocol == "auto" and isinstance(ctx.llm, ToolCallingLLM) and ctx.llm.supports_tools()
         )
         turns: list[dict[str, Any]] = []
         loop = self._functions if use_functions else self._text
-        answer = await loop(task, tools, ctx, turns)
+        answer = await loop(task, tools, ctx, turns, past)
         if answer is None:
             if self.config.on_limit == "fail":
                 tried = "; ".join(f"{t.get('tool') or '-'}: {t.get('error') or t.get('observation')}" for t in turns)
@@ -162,7 +177,12 @@ class Agent(Node):
         return f"{self.config.instructions}\n\nTools:\n{listed}".strip()
 
     async def _text(
-        self, task: str, tools: dict[str, tooling.Tool], ctx: NodeContext, turns: list[dict[str, Any]]
+        self,
+        task: str,
+        tools: dict[str, tooling.Tool],
+        ctx: NodeContext,
+        turns: list[dict[str, Any]],
+        past: list[Message],
     ) -> str | None:
         parts = [self._preamble(tools) + "\n\n" + PROTOCOL]
         for demo in self.config.demos:
@@ -170,6 +190,8 @@ class Agent(Node):
             for step in demo.get("steps", []):
                 lines += [f"Action: {step['tool']}", f"Input: {step['input']}", f"Observation: {step['observation']}"]
             parts.append("\n".join([*lines, f"Answer: {demo['answer']}"]))
+        if past:
+            parts.append("Conversation so far:\n" + prompting.transcript(past))
         transcript = "\n\n".join(parts) + f"\n\nQuestion: {task}\n"
         for number in range(1, self.config.max_turns + 1):
             completion = await ctx.llm.complete(
@@ -195,13 +217,18 @@ class Agent(Node):
         return None
 
     async def _functions(
-        self, task: str, tools: dict[str, tooling.Tool], ctx: NodeContext, turns: list[dict[str, Any]]
+        self,
+        task: str,
+        tools: dict[str, tooling.Tool],
+        ctx: NodeContext,
+        turns: list[dict[str, Any]],
+        past: list[Message],
     ) -> str | None:
         llm = ctx.llm
         if not isinstance(llm, ToolCallingLLM):
             raise NodeError("this model offers no function calling; use protocol: text", kind="bad_config")
         schemas = [tooling.function_schema(name, tool) for name, tool in tools.items()]
-        messages = [Message("system", self.config.instructions), Message("user", task)]
+        messages = [Message("system", self.config.instructions), *past, Message("user", task)]
         for number in range(1, self.config.max_turns + 1):
             reply = await llm.complete_with_tools(messages=messages, tools=schemas, max_tokens=self.config.max_tokens)
             if not reply.calls:

@@ -7,9 +7,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import strategies
-from nodes.prompting import Form, chat_messages, completion_text
+from nodes.prompting import Form, chat_messages, completion_text, history, transcript
 from nodes.strategies import Prompt, Strategy
-from studio.node import Node, NodeContext, TemplateInputs, render
+from studio.node import Node, NodeContext, PortType, TemplateInputs, render
+
+MESSAGES = "messages"
 
 FINAL_REQUEST = "Now give only the final answer."
 FINAL_CUE = "Therefore, the answer is:"
@@ -42,6 +44,10 @@ class Generate(Node):
         vote); `reflect` (draft, critique, revise)."""
         samples: int = Field(default=3, ge=1, le=15)
         """How many answers an `ensemble` samples."""
+        optional: list[str] = []
+        """Template variables that may stay unwired (or come from a skipped node): they render as
+        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
+        optional without being listed."""
 
     Inputs = TemplateInputs
 
@@ -58,13 +64,28 @@ class Generate(Node):
             ("instructions", self.config.instructions),
         ]
 
+    def input_ports(self) -> dict[str, PortType]:
+        """The template's variables, plus the optional conversation `messages`."""
+        return {**super().input_ports(), MESSAGES: PortType("messages", optional=True)}
+
+    def optional_inputs(self) -> set[str]:
+        return super().optional_inputs() | {MESSAGES}
+
     def render_prompt(self, values: dict[str, Any]) -> Prompt:
-        """The prompt for `values`, in the configured form."""
+        """The prompt for `values`, in the configured form.
+
+        A wired `messages` conversation goes after the demos (chat form: as its turns, then the
+        prompt as the last user turn unless it renders empty; completion form: as text lines).
+        """
         c = self.config
+        turns = history(values)
         preamble = "\n\n".join(p for p in (render(c.system, values), render(c.instructions, values)) if p)
         demos = [dict(d) for d in c.demos]
         if c.form == "chat":
-            return Prompt(messages=tuple(chat_messages(preamble, c.prompt, demos, "text", values)))
+            messages = chat_messages(preamble, c.prompt, demos, "text", values)
+            last = [messages[-1]] if messages[-1].content.strip() or not turns else []
+            return Prompt(messages=tuple([*messages[:-1], *turns, *last]))
+        preamble = "\n\n".join(p for p in (preamble, transcript(turns)) if p)
         return Prompt(text=completion_text(preamble, c.prompt, demos, "text", values))
 
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:

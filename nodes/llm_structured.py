@@ -130,6 +130,10 @@ class Structured(Node):
         """`completion` (the prompt ends in `JSON: {"first_field":` for the model to go on; best on small models) or `chat`."""
         retries: int = Field(default=2, ge=0, le=5)
         """How often an invalid reply is sent back with the problem before the node fails."""
+        optional: list[str] = []
+        """Template variables that may stay unwired (or come from a skipped node): they render as
+        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
+        optional without being listed."""
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens per call; the model alias' setting when omitted."""
 

@@ -21,6 +21,19 @@ def chat_messages(
     return messages
 
 
+def history(values: dict[str, Any]) -> list[Message]:
+    """The conversation wired to a node's optional `messages` input (empty when it is not)."""
+    turns = values.get("messages")
+    if not isinstance(turns, list):
+        return []
+    return [Message(t["role"], str(t["content"])) for t in turns if isinstance(t, dict)]
+
+
+def transcript(turns: list[Message]) -> str:
+    """A conversation as text lines (`User: ...`), for completion-style prompts."""
+    return "\n".join(f"{m.role.title()}: {m.content}" for m in turns)
+
+
 def completion_text(
     preamble: str, prompt: str, demos: list[dict[str, Any]], output: str, values: dict[str, Any]
 ) -> str:

@@ -15,6 +15,10 @@ class Template(Node):
 
         template: str
         """Jinja2 template (sandboxed); each variable is an input."""
+        optional: list[str] = []
+        """Template variables that may stay unwired (or come from a skipped node): they render as
+        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
+        optional without being listed."""
 
     Inputs = TemplateInputs
 

@@ -9,23 +9,26 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from studio.errors import NodeError, OutputError, TemplateError
 from studio.flow import templates
+from studio.flow.template_vars import MISSING, optional_variables
 from studio.models.base import Completion, Message
 from studio.tools import registered_tool
-from studio.types import ANY, PortType, from_annotation, parse_type
+from studio.types import ANY, ChatTurn, Messages, PortType, from_annotation, parse_type
 
 __all__ = [
     "ANY",
     "LLM",
     "NO_VALUE",
+    "ChatTurn",
     "Completion",
     "FlowCaller",
     "Message",
+    "Messages",
     "Node",
     "NodeContext",
     "NodeError",
@@ -118,6 +121,8 @@ class WaitingForInput(Exception):
 
 NO_VALUE: Any = object()
 
+OPTIONAL_ANY = PortType("any", optional=True)
+
 
 @dataclass
 class NodeContext:
@@ -155,9 +160,15 @@ class TemplateInputs(BaseModel):
     """Inputs of template nodes: any names, each one a template variable."""
 
     model_config = ConfigDict(extra="allow")
+    _optional: frozenset[str] = PrivateAttr(default=frozenset())
 
     def values(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+        """The values to render with; an optional variable that is unwired or null renders as its default."""
+        found = dict(self.model_extra or {})
+        for name in self._optional:
+            if found.get(name) is None:
+                found[name] = MISSING
+        return found
 
 
 def sub_flow_signature(
@@ -177,6 +188,12 @@ class Node:
     Outputs: ClassVar[type[BaseModel]]
     uses_model: ClassVar[bool] = False
     """Whether the node calls a model (gets `ctx.llm` for its alias)."""
+    gathers: ClassVar[str | None] = None
+    """A list input whose options may come from skipped nodes (`control.merge`, `control.join`):
+    the node runs when any option is available and receives only the available ones."""
+    routes: ClassVar[bool] = False
+    """Whether an output the node leaves out of its result is a branch not taken
+    (`control.switch`): the consumers of that port are skipped."""
     flow_dir: Path = Path(".")
     """Directory of the flow the node belongs to; the compiler sets it."""
 
@@ -197,14 +214,38 @@ class Node:
     def input_ports(self) -> dict[str, PortType]:
         """Named input ports and their types."""
         if issubclass(self.Inputs, TemplateInputs):
-            return {name: ANY for _, source in self.templates() for name in templates.variables(source)}
+            optional = self.optional_inputs()
+            return {
+                name: OPTIONAL_ANY if name in optional else ANY
+                for _, source in self.templates()
+                for name in templates.variables(source)
+            }
         return {name: from_annotation(f.annotation) for name, f in self.Inputs.model_fields.items()}
 
     def required_inputs(self) -> set[str]:
         """Inputs that must be wired or given a literal."""
         if issubclass(self.Inputs, TemplateInputs):
-            return set(self.input_ports())
+            return set(self.input_ports()) - self.optional_inputs()
         return {name for name, f in self.Inputs.model_fields.items() if f.is_required()}
+
+    def optional_inputs(self) -> set[str]:
+        """Template variables that may stay unwired: read through a `default` filter, or listed in
+        the config's `optional`. They render as their default when unwired or null."""
+        if not issubclass(self.Inputs, TemplateInputs):
+            return set()
+        declared = set(getattr(self.config, "optional", None) or [])
+        return declared | {name for _, source in self.templates() for name in optional_variables(source)}
+
+    def parse_inputs(self, values: dict[str, Any]) -> BaseModel:
+        """Validate input values into `Inputs` (raises pydantic's ValidationError)."""
+        parsed = self.Inputs.model_validate(values)
+        if isinstance(parsed, TemplateInputs):
+            parsed._optional = frozenset(self.optional_inputs())
+        return parsed
+
+    def gather_order(self) -> Literal["wiring", "arrival"]:
+        """The order of the `gathers` options: as wired, or as their nodes finished."""
+        return "wiring"
 
     def refuse_value(self, value: Any) -> str | None:
         """Why a value supplied on resume is not acceptable (None when it is)."""

@@ -1,7 +1,8 @@
 """Port types: a tiny type language shared by flow inputs and node ports.
 
-`str`, `int`, `float`, `bool`, `dict`, `any`, `list`, `list[T]`, and `T | null` (optional).
-Node ports get theirs from the annotations of the node's pydantic models.
+`str`, `int`, `float`, `bool`, `dict`, `any`, `list`, `list[T]`, `messages` (a conversation: a
+list of `{role, content}`), and `T | null` (optional). Node ports get theirs from the
+annotations of the node's pydantic models.
 """
 
 from __future__ import annotations
@@ -10,9 +11,22 @@ import json
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
 
 _SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict}
+
+
+class ChatTurn(TypedDict):
+    """One turn of a conversation on a `messages` port."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+Messages = list[ChatTurn]
+"""The annotation of a `messages` port."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,8 @@ class PortType:
             return Any
         if self.name == "list":
             base = list[self.item.python()] if self.item else list  # type: ignore[misc]
+        elif self.name == "messages":
+            base = Messages
         else:
             base = _SCALARS[self.name]
         return base | None if self.optional else base
@@ -52,9 +68,9 @@ def parse_type(text: str) -> PortType:
         return _replace_optional(parse_type(text[: -len("| null")]))
     if text.startswith("list[") and text.endswith("]"):
         return PortType("list", parse_type(text[5:-1]))
-    if text in _SCALARS or text in ("any", "list"):
+    if text in _SCALARS or text in ("any", "list", "messages"):
         return PortType(text)
-    raise ValueError(f"unknown type {text!r}; use str, int, float, bool, dict, list, list[T], any")
+    raise ValueError(f"unknown type {text!r}; use str, int, float, bool, dict, list, list[T], messages, any")
 
 
 def _replace_optional(port: PortType) -> PortType:
@@ -72,6 +88,8 @@ def from_annotation(annotation: Any) -> PortType:
         return _replace_optional(inner)
     if origin is list or annotation is list:
         args = typing.get_args(annotation)
+        if args and args[0] is ChatTurn:
+            return PortType("messages")
         return PortType("list", from_annotation(args[0]) if args else None)
     if origin is dict or annotation is dict:
         return PortType("dict")
@@ -87,11 +105,18 @@ def accepts(target: PortType, source: PortType) -> bool:
         return True
     if source.name == "int" and target.name == "float":
         return True
+    if "messages" in (target.name, source.name) and target.name != source.name:
+        return _fits_messages(target if source.name == "messages" else source)
     if source.name != target.name:
         return False
     if target.name == "list" and target.item and source.item:
         return accepts(target.item, source.item)
     return True
+
+
+def _fits_messages(other: PortType) -> bool:
+    """A `messages` port exchanges values with untyped lists and `list[dict]`."""
+    return other.name == "list" and (other.item is None or other.item.name in ("dict", "any"))
 
 
 def type_of_value(value: Any) -> PortType:

@@ -186,17 +186,17 @@ nodes:
         error="sandbox",
     ),
     Scenario(
-        "after orders without data; a partly skipped node still runs",
+        "after orders without data; an optional input from a skipped node renders its default",
         """
 inputs: {go: {type: bool}}
 outputs: {x: $c.text}
 nodes:
   a: {type: text.template, when: inputs.go, config: {template: A}}
   b: {type: text.template, after: [a], config: {template: B}}
-  c: {type: text.template, inputs: {a: $a.text, b: $b.text}, config: {template: "{{ a }}-{{ b }}"}}
+  c: {type: text.template, inputs: {a: $a.text, b: $b.text}, config: {template: "{{ a | default('none') }}-{{ b }}"}}
 """,
         {"go": False},
-        {"x": "None-B"},
+        {"x": "none-B"},
         {"a": "skipped", "b": "succeeded", "c": "succeeded"},
     ),
 ]

@@ -108,17 +108,19 @@ def annotation(port: PortType) -> str:
         base = f"list[{annotation(port.item)}]" if port.item else "list[Any]"
     elif port.name == "dict":
         base = "dict[str, Any]"
+    elif port.name == "messages":
+        base = "list[dict[str, str]]"
     else:
         base = port.name
     return f"{base} | None" if port.optional else base
 
 
 def data(value: Any) -> str:
-    """Source for the small values `example` makes: scalars, lists of them, empty mappings."""
+    """Source for the small values `example` makes: scalars, and lists and mappings of them."""
     if isinstance(value, list):
         return "[" + ", ".join(data(item) for item in value) + "]"
-    if isinstance(value, dict) and not value:
-        return "{}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{string(str(k))}: {data(v)}" for k, v in value.items()) + "}"
     return literal(value)
 
 
@@ -127,6 +129,8 @@ def example(port: PortType) -> Any:
     values: dict[str, Any] = {"str": "example", "int": 1, "float": 1.5, "bool": True, "dict": {}, "any": "example"}
     if port.name == "list":
         return [example(port.item or PortType("str"))]
+    if port.name == "messages":
+        return [{"role": "user", "content": "example"}]
     return values[port.name]
 
 

@@ -185,11 +185,24 @@ def _output_fields(flow: Flow, plan: Plan) -> list[OutputField]:
 
 
 def _skippable(plan: Plan) -> set[str]:
-    """Nodes that may be skipped: a `when`, or every node they read may be skipped (the engine's rule)."""
+    """Nodes that may be skipped (the engine's readiness rule, over-approximated): a `when`, or a
+    wire from a node that may be skipped or from a switch branch; a `gathers` list (merge, join)
+    only when every option is such a wire."""
     found: set[str] = set()
+
+    def maybe_gone(value: Any) -> bool:
+        return (
+            isinstance(value, Ref)
+            and value.node != FLOW_INPUTS
+            and (value.node in found or plan.nodes[value.node].node.routes)
+        )
+
     for node_id in plan.order:
         node = plan.nodes[node_id]
-        if node.when is not None or (node.data_deps and node.data_deps <= found):
+        gathered = node.inputs.get(node.node.gathers) if node.node.gathers else None
+        wires = [r for name, v in node.inputs.items() if v is not gathered for r in refs_in(v)]
+        all_gone = isinstance(gathered, list) and all(maybe_gone(v) for v in gathered)
+        if node.when is not None or any(maybe_gone(r) for r in wires) or all_gone:
             found.add(node_id)
     return found
 
@@ -201,7 +214,8 @@ def _output_types(plan: Plan) -> dict[str, PortType]:
     for name, value in plan.outputs.items():
         if isinstance(value, Ref):
             port = _ref_type(plan, value)
-            if value.node in skippable and port.name != "any":
+            branch = value.node != FLOW_INPUTS and plan.nodes[value.node].node.routes
+            if (value.node in skippable or branch) and port.name != "any":
                 port = PortType(port.name, port.item, optional=True)
         elif refs_in(value):
             port = PortType("list") if isinstance(value, list) else PortType("dict") if isinstance(value, dict) else ANY

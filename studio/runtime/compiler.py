@@ -138,6 +138,11 @@ class _Compiler:
                 templates.check_syntax(source)
             except TemplateSyntaxError as err:
                 raise self.fail(f"template syntax error: {err.message}", "nodes", node_id, "config", field) from None
+        for i, name in enumerate(getattr(config, "optional", None) or []):
+            if name not in node.input_ports():
+                raise self.fail(
+                    f"`optional` names {name!r}, which no template reads", "nodes", node_id, "config", "optional", i
+                )
         return node
 
     def _plan_node(self, node_id: str, spec: NodeSpec) -> PlanNode:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from studio.errors import FlowError, InputError, NodeError
 from studio.flow import templates
-from studio.flow.refs import FLOW_INPUTS, Ref, substitute
+from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
 from studio.flow.spec import Flow, load_flow
 from studio.models import client_for
 from studio.models.base import ModelClient
@@ -29,6 +29,7 @@ from studio.runtime.llm import BoundLLM, NoModel
 from studio.runtime.subflows import SubFlows
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
 from studio.tools import resolve_tools
+from studio.types import PortType
 
 DEFAULT_MAX_CONCURRENCY = 100
 NOT_RETRIED = {
@@ -172,6 +173,8 @@ class _Graph:
         self.prefix = prefix
         self.depth = depth
         self.results: dict[str, dict[str, Any] | _Skipped] = {}
+        self.arrival: dict[str, int] = {}
+        """Order in which nodes finished, for `gather_order() == "arrival"`."""
         self.failure: str | None = None
         self.waiting: list[str] = []
         self.semaphore = asyncio.Semaphore(shared.engine.max_concurrency)
@@ -188,6 +191,45 @@ class _Graph:
             return self.inputs[ref.port]
         result = self.results[ref.node]
         return None if isinstance(result, _Skipped) else result.get(ref.port)
+
+    def _gone(self, ref: Ref) -> bool:
+        """Whether a wire reads nothing: its node was skipped, or it is a branch not taken."""
+        if ref.node == FLOW_INPUTS:
+            return False
+        result = self.results[ref.node]
+        return isinstance(result, _Skipped) or (self.plan.nodes[ref.node].node.routes and ref.port not in result)
+
+    def _missing_required(self, node: PlanNode) -> bool:
+        """The readiness rule: a required input that reads a skipped node (or branch) skips the node;
+        an optional one (`T | null`) reads null; a `gathers` list needs one available option."""
+        ports: dict[str, PortType] | None = None
+        for name, value in node.inputs.items():
+            if name == node.node.gathers and isinstance(value, list):
+                if all(isinstance(v, Ref) and self._gone(v) for v in value):
+                    return True
+                continue
+            if not any(self._gone(r) for r in refs_in(value)):
+                continue
+            ports = ports if ports is not None else node.node.input_ports()
+            if not _takes_null(ports.get(name), value):
+                return True
+        return False
+
+    def _input_values(self, node: PlanNode) -> dict[str, Any]:
+        """The node's input values; a `gathers` list keeps only its available options."""
+        values: dict[str, Any] = substitute(dict(node.inputs), self.value)
+        name = node.node.gathers
+        wired = node.inputs.get(name) if name else None
+        if name and isinstance(wired, list):
+            kept = [(i, v) for i, v in enumerate(wired) if not (isinstance(v, Ref) and self._gone(v))]
+            if node.node.gather_order() == "arrival":
+                kept.sort(key=lambda pair: self.arrival.get(pair[1].node, -1) if isinstance(pair[1], Ref) else -1)
+            values[name] = [values[name][i] for i, _ in kept]
+        return values
+
+    def _done(self, node_id: str, result: dict[str, Any] | _Skipped) -> None:
+        self.results[node_id] = result
+        self.arrival[node_id] = len(self.arrival)
 
     def outputs(self) -> dict[str, Any]:
         return {name: substitute(value, self.value) for name, value in self.plan.outputs.items()}
@@ -228,7 +270,7 @@ class _Graph:
             finished.put_nowait(node_id)
 
     def _should_skip(self, node: PlanNode) -> bool:
-        if node.data_deps and all(isinstance(self.results[d], _Skipped) for d in node.data_deps):
+        if self._missing_required(node):
             return True
         if node.when is None:
             return False
@@ -243,7 +285,7 @@ class _Graph:
         done = self.shared.finished.get(path)
         if done is None:
             return False
-        self.results[node.id] = SKIPPED if done.status == "skipped" else (done.outputs or {})
+        self._done(node.id, SKIPPED if done.status == "skipped" else (done.outputs or {}))
         if self.shared.copy_finished:
             reused = StepRecord(node=path, status=done.status, inputs=done.inputs, outputs=done.outputs, reused=True)
             self.shared.engine.store.finish_step(self.shared.run.run_id, reused, [])
@@ -259,14 +301,14 @@ class _Graph:
         try:
             if self._should_skip(node):
                 step.status = "skipped"
-                self.results[node.id] = SKIPPED
+                self._done(node.id, SKIPPED)
             else:
                 self.shared.budget.before_step()
                 self.shared.budget.steps += 1
                 self.shared.engine.emit("step_started", run_id=self.shared.run.run_id, node=path)
-                step.inputs = substitute(dict(node.inputs), self.value)
+                step.inputs = self._input_values(node)
                 step.outputs, step.attempt = await self._attempts(node, path, step.inputs, calls)
-                self.results[node.id] = step.outputs
+                self._done(node.id, step.outputs)
         except WaitingForInput as wait:
             step.status, step.error, step.error_kind = "waiting", wait.prompt, "waiting"
             self.waiting.append(path)
@@ -308,7 +350,7 @@ class _Graph:
         self, node: PlanNode, path: str, values: dict[str, Any], calls: list[CallRecord], attempt: int
     ) -> dict[str, Any]:
         try:
-            inputs = node.node.Inputs.model_validate(values)
+            inputs = node.node.parse_inputs(values)
         except ValidationError as err:
             problem = err.errors(include_url=False)[0]
             where = ".".join(str(p) for p in problem["loc"])
@@ -490,6 +532,14 @@ class Engine:
     def run_sync(self, plan: Plan, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
         """A thin synchronous wrapper over `run`."""
         return asyncio.run(self.run(plan, inputs, **kwargs))
+
+
+def _takes_null(port: PortType | None, value: Any) -> bool:
+    """Whether an input may read null where a wire reads a skipped node: an optional port, or an
+    item of a wired list whose item type is optional."""
+    if port is None:
+        return False
+    return port.optional or (isinstance(value, list) and port.item is not None and port.item.optional)
 
 
 def _latest(steps: list[StepRecord], statuses: set[str]) -> dict[str, StepRecord]:

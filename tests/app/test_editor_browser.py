@@ -126,6 +126,13 @@ def test_delete_then_undo_brings_the_node_back(page: Any, folder: Path) -> None:
     sync_api.expect(node).to_be_visible(timeout=WAIT_MS)
 
 
+def test_a_switch_draws_one_handle_per_branch(page: Any, folder: Path) -> None:
+    _choose_flow(page, folder / "route-question.yaml")
+    for port in ("branch", "math", "chat"):
+        sync_api.expect(canvas(page).get_by_test_id(f"port-route-out-{port}")).to_be_visible(timeout=WAIT_MS)
+    sync_api.expect(canvas(page).get_by_test_id("port-route-out-billing")).to_have_count(0)
+
+
 def test_open_and_save_every_example_keeps_its_bytes(page: Any, folder: Path) -> None:
     examples = [folder / p.name for p in flow_files(FLOWS) if p.parent == FLOWS]
     examples.append(folder / "big.yaml")
