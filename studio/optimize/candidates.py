@@ -55,6 +55,9 @@ class Candidate:
     rung: int = 0
     """The last rung of successive halving it was evaluated on."""
     round: int = 0
+    accepted: dict[str, Any] | None = None
+    """How it replaced the best, when it did: the best it beat, where it was decided (dev or
+    held-out train), and the paired comparison (wins, losses, ties, margin, confidence)."""
 
     @property
     def described(self) -> str:
@@ -119,6 +122,7 @@ class Candidate:
             "calls_per_example": round(self.calls_per_example, 3),
             "tokens_per_example": round(self.tokens_per_example, 3),
             "cost_per_example": round(self.cost_per_example, 10),
+            "accepted": self.accepted,
         }
 
 

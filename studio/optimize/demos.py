@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from studio.evaluate.datasets import Dataset, Example
+from studio.flow.refs import FLOW_INPUTS, Ref
 from studio.flow.spec import Flow
 from studio.optimize.candidates import TunableNode, feeds_output
-from studio.store.base import StepRecord
+from studio.store.base import CallRecord, StepRecord
 
 GOOD = 1.0 - 1e-9
 """A train run scoring at least this (after rounding) is a good run to learn from."""
@@ -36,6 +37,18 @@ class Trace:
     error: str | None
     steps: dict[str, StepRecord]
     """Node id → its step in the run."""
+    truncated: frozenset[str] = frozenset()
+    """Nodes whose answer was cut off at its token cap in this run."""
+
+
+def truncated(calls: list[CallRecord]) -> frozenset[str]:
+    """The nodes of a run with a model call that used its whole `max_tokens`: a reply cut off there
+    ("So, set the thermostat to 18 degrees. I'm") is no example to learn from."""
+    return frozenset(
+        call.node
+        for call in calls
+        if not call.error and call.output_tokens >= int(call.request.get("max_tokens") or 1 << 30)
+    )
 
 
 def _as_text(value: Any) -> str:
@@ -77,8 +90,31 @@ def bootstrapped(node: TunableNode, traces: list[Trace]) -> list[dict[str, Any]]
         step = trace.steps.get(node.id)
         if step is None or step.status != "succeeded" or not step.outputs or step.inputs is None:
             continue
+        if trace.truncated & _fed_by(node):
+            continue  # the node's answer or one of its inputs was cut off at a token cap
         demos.append(_demo(node, dict(step.inputs), step.outputs.get(node.port, "")))
     return _unique(_valid(node, demos))
+
+
+def _fed_by(node: TunableNode) -> set[str]:
+    """The node itself and the nodes its wires read."""
+    wired = {value.node for value in node.inputs.values() if isinstance(value, Ref) and value.node != FLOW_INPUTS}
+    return {node.id, *wired}
+
+
+def well_formed(demo: dict[str, Any]) -> bool:
+    """Whether every field a demo shows holds something: no empty text, list, object or null."""
+    return all(_filled(value) for value in demo.values())
+
+
+def _filled(value: Any) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, (list, dict)):
+        return bool(value)
+    return isinstance(value, (int, float, bool))
 
 
 def labelled(flow: Flow, node: TunableNode, train: Dataset) -> list[dict[str, Any]]:
@@ -113,7 +149,8 @@ def unseen(train: Dataset, shown: set[str]) -> list[Example]:
 
 
 def _valid(node: TunableNode, demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Drop classify demos whose label is not one of the node's labels."""
+    """Only well-formed demos; for classify, only those whose label is one of the node's labels."""
+    demos = [d for d in demos if well_formed(d)]
     if node.type != "llm.classify":
         return demos
     labels = set(node.config.get("labels") or [])

@@ -268,6 +268,8 @@ class Optimization:
                 for point in edge
             ],
             "candidates": [c.row() for c in search.candidates if c.scores],
+            "accepted": [{"candidate": c.id, "move": c.move, **c.accepted} for c in search.candidates if c.accepted],
+            "dropped_proposals": [d.as_json() for d in search.dropped],
             "plots": [str(path) for path in plots],
             "diff": report.diff(p.flow.text, chosen.text, str(p.flow.path or p.flow.file), str(p.out)),
         }

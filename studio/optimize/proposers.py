@@ -12,16 +12,15 @@ counted like every other.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from studio.evaluate.metrics import is_number, parse_json
+from studio.optimize import instructions
 from studio.optimize.candidates import TunableNode
 from studio.optimize.demos import Trace
 
-MAX_INSTRUCTIONS_CHARS = 500
 FEW_VALUES = 12
 """At most this many distinct expected values make a label list."""
 
@@ -136,27 +135,48 @@ def _example(trace: Trace) -> str:
 
 
 def clean(reply: str, current: str) -> str | None:
-    """Instructions from a proposer's reply: unquoted, one paragraph, capped; None when unusable."""
-    text = re.sub(r"^(new |better )?instructions?\s*:\s*", "", reply.strip(), flags=re.IGNORECASE)
-    text = text.split("\n\n")[0].strip().strip('"').strip()
-    if len(text) > MAX_INSTRUCTIONS_CHARS:
-        text = text[:MAX_INSTRUCTIONS_CHARS].rsplit(" ", 1)[0]
-    if len(text) < 8 or text == current.strip() or "{{" in text or "{%" in text:
-        return None
-    return text
+    """Instructions from a proposer's reply (see `instructions.parse`); None when unusable."""
+    parsed = instructions.parse(reply, request="", current=current, raced=[])
+    return parsed.text if parsed.reason is None else None
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A proposal dropped before it was raced, and why."""
+
+    node: str
+    text: str
+    """What was left of the reply after parsing (may be empty)."""
+    reason: str
+
+    def as_json(self) -> dict[str, str]:
+        """The report's row."""
+        return {"node": self.node, "text": self.text, "reason": self.reason}
 
 
 async def proposed(
-    node: TunableNode, current: dict[str, Any], traces: list[Trace], ask: Ask, n: int, start: int = 0
-) -> list[Rewrite]:
-    """Up to `n` instruction rewrites written by the proposer model."""
+    node: TunableNode,
+    current: dict[str, Any],
+    traces: list[Trace],
+    ask: Ask,
+    n: int,
+    start: int = 0,
+    raced: list[str] | None = None,
+) -> tuple[list[Rewrite], list[Dropped]]:
+    """Up to `n` instruction rewrites written by the proposer model, and the proposals dropped
+    (`raced`: instructions already raced for this node, which a proposal must not repeat)."""
     rewrites: list[Rewrite] = []
-    instructions = str(current.get("instructions") or "")
+    dropped: list[Dropped] = []
+    known = list(raced or [])
     for variant in range(start, start + n):
-        reply = await ask(request(node, current, traces, variant))
+        prompt = request(node, current, traces, variant)
+        reply = await ask(prompt)
         if reply is None:
             break
-        text = clean(reply, instructions)
-        if text and all(r.config["instructions"] != text for r in rewrites):
-            rewrites.append(Rewrite("instructions", f"proposed #{variant + 1}", {"instructions": text}))
-    return rewrites
+        parsed = instructions.parse(reply, request=prompt, current=str(current.get("instructions") or ""), raced=known)
+        if parsed.reason is not None:
+            dropped.append(Dropped(node.id, parsed.text, parsed.reason))
+            continue
+        known.append(parsed.text)
+        rewrites.append(Rewrite("instructions", f"proposed #{variant + 1}", {"instructions": parsed.text}))
+    return rewrites, dropped

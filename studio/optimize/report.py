@@ -83,11 +83,43 @@ def markdown(report: dict[str, Any]) -> str:
             f"| {row['candidate']} | {row['parent'] or '-'} | {row['round']} | {row['rung']} | {row['examples']} | "
             f"{row['score']:.3f} | {held_out} | {row['calls_per_example']:.2f} | {row['move']} |"
         )
+    lines += _accepted(report) + _dropped(report)
     lines += ["", "## Change to the flow", ""]
     lines += (
         ["```diff", report["diff"].rstrip("\n"), "```"] if report["diff"] else ["No change: the input flow is best."]
     )
     return "\n".join(lines) + "\n"
+
+
+def _accepted(report: dict[str, Any]) -> list[str]:
+    rows = report.get("accepted") or []
+    lines = ["", "## Accepted changes", ""]
+    if not rows:
+        return [*lines, "None: no candidate beat the input flow by a margin the data resolves."]
+    lines += [
+        "A change wins on dev only by more than one example's worth; a smaller win is a tie, decided on "
+        "held-out train examples. Confidence: one-sided sign test over the examples where the two differ.",
+        "",
+        "| candidate | beat | decided on | wins | losses | ties | confidence | change |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['candidate']} | {row['versus']} | {row['decided_on']} | {row['wins']} | {row['losses']} | "
+            f"{row['ties']} | {row['confidence']:.3f} | {row['move']} |"
+        )
+    return lines
+
+
+def _dropped(report: dict[str, Any]) -> list[str]:
+    rows = report.get("dropped_proposals") or []
+    if not rows:
+        return []
+    lines = ["", "## Dropped proposals", "", "| node | reason | text |", "|---|---|---|"]
+    for row in rows:
+        text = row["text"].replace("|", "\\|") or "(empty)"
+        lines.append(f"| {row['node']} | {row['reason']} | {text[:120]} |")
+    return lines
 
 
 def write(report: dict[str, Any], stem: str) -> list[Path]:

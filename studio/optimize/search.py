@@ -36,7 +36,8 @@ from studio.optimize.demos import Trace
 from studio.optimize.evaluate import BudgetSpent, Evaluator
 from studio.optimize.meter import Meter
 from studio.optimize.moves import Move, NodeMoves, round_moves
-from studio.optimize.proposers import Rewrite, library, proposed
+from studio.optimize.paired import compare
+from studio.optimize.proposers import Dropped, Rewrite, library, proposed
 from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
 from studio.runtime.compiler import Plan
 
@@ -135,6 +136,10 @@ class Search:
         self.seen: set[str] = set()
         self.traces: list[Trace] = []
         self.promising: list[Move] = []
+        self.raced: dict[str, list[str]] = {}
+        """Node id → instructions raced for it so far (a new proposal must not repeat one)."""
+        self.dropped: list[Dropped] = []
+        """Proposals dropped before they were raced, and why."""
         self.stopped = ""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
 
@@ -233,8 +238,9 @@ class Search:
             self.best.held_out[done.example.index] = done.score
             run_id = done.result.outcome.run_id
             steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
+            cut = demo_pools.truncated(self.evaluator.store.calls(run_id)) if run_id else frozenset()
             outcome = done.result.outcome
-            self.traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps))
+            self.traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps, cut))
 
     async def _round(self, number: int) -> bool:
         """One round; False when there is nothing left to try."""
@@ -258,9 +264,10 @@ class Search:
         if not self.affordable(self.race_cost([racing[0][0]])):
             self.stopped = "the budget left is too small for another race"
             return False
-        for candidate, _ in racing:
+        for candidate, move in racing:
             candidate.id = f"c{len(self.candidates)}"
             self._add(candidate)
+            self._note_raced(move)
         self._emit("round", message=f"round {number}: racing {len(racing)} candidates", alive=len(racing))
         winners, tied = await self._race(racing)
         if not winners and tied:
@@ -296,8 +303,7 @@ class Search:
             evaluated = [c for c in evaluated if not self._same_prompts(c, subset)]
             ranked = sorted(evaluated, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.calls_per_example))
             if size == len(order):
-                tied = [c for c in ranked if c.score_on(subset) == reference]
-                return [c for c in ranked if c.score_on(subset) > reference], tied
+                return self._decided(ranked, subset)
             holding = [c for c in ranked if c.score_on(subset) >= reference]
             if rung == 0:
                 self.promising = [moves[c.id] for c in holding if c.score_on(subset) > reference]
@@ -306,6 +312,19 @@ class Search:
             if not alive:
                 return [], []
         return [], []
+
+    def _decided(self, ranked: list[Candidate], subset: list[int]) -> tuple[list[Candidate], list[Candidate]]:
+        """The candidates that beat the best on all of dev by a margin it resolves (more than one
+        example's worth), and those that tie it or win by too little (broken on held-out train)."""
+        winners, tied = [], []
+        for candidate in ranked:
+            comparison = compare(candidate.scores, self.best.scores, subset)
+            if comparison.resolved_win:
+                candidate.accepted = {"versus": self.best.id, "decided_on": "dev", **comparison.as_json()}
+                winners.append(candidate)
+            elif comparison.at_least_tie:
+                tied.append(candidate)
+        return winners, tied
 
     async def _tie_break(self, tied: list[Candidate]) -> list[Candidate]:
         """The first tied candidate that beats the best on the train examples neither shows as a demo."""
@@ -320,7 +339,9 @@ class Search:
             self._emit("tie", message=f"{candidate.id} ties the best on dev: both run on {len(rows)} train examples")
             for side in (self.best, candidate):
                 await self._evaluate_held_out(side, rows)
-            if candidate.held_out_on(rows) > self.best.held_out_on(rows):
+            comparison = compare(candidate.held_out, self.best.held_out, rows)
+            if comparison.margin > 1e-9:
+                candidate.accepted = {"versus": self.best.id, "decided_on": "held-out train", **comparison.as_json()}
                 return [candidate]
         return []
 
@@ -391,7 +412,20 @@ class Search:
             return []
         self._emit("propose", message=f"asking the proposer for instructions for {node.id}")
         start = (number - 1) * self.settings.proposals
-        return await proposed(node, config, self.traces, self.propose, self.settings.proposals, start)
+        raced = self.raced.get(node.id, [])
+        rewrites, dropped = await proposed(
+            node, config, self.traces, self.propose, self.settings.proposals, start, raced=raced
+        )
+        self.dropped.extend(dropped)
+        for item in dropped:
+            self._emit("dropped", message=f"dropped a proposal for {node.id}: {item.reason}")
+        return rewrites
+
+    def _note_raced(self, move: Move) -> None:
+        """Remember the instructions a move races, so no later proposal repeats them."""
+        for path, value in move.edits.items():
+            if path[-1:] == ("instructions",) and move.node and isinstance(value, str):
+                self.raced.setdefault(move.node, []).append(value)
 
     def _expected(self, node: TunableNode) -> list[Any]:
         fed = [output for output in self.train.expect if feeds_output(self.flow, node, output)]
