@@ -178,6 +178,7 @@ class LiteLLMModel:
         extra = {k: v for k, v in request.extra.items() if k != "top_logprobs"}
         arguments: dict[str, Any] = {
             "model": self.spec.model,
+            "max_retries": 0,  # the binding retries, recording each attempt and honouring Retry-After
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             **self.spec.params,
