@@ -245,27 +245,40 @@ class LiteLLMModel:
         if "stream_options" in self.capabilities().params:
             arguments["stream_options"] = {"include_usage": True}
         pieces: list[str] = []
-        usage: Any = None
-        reason = "stop"
+        chunks: list[Any] = []
+        messages = [m.as_dict() for m in request.messages]
         try:
             if request.prompt is not None:
-                chunks = await litellm.atext_completion(prompt=request.prompt, **arguments)
+                stream = await litellm.atext_completion(prompt=request.prompt, **arguments)
             else:
-                chunks = await litellm.acompletion(messages=[m.as_dict() for m in request.messages], **arguments)
-            async for chunk in chunks:
-                usage = getattr(chunk, "usage", None) or usage
+                stream = await litellm.acompletion(messages=messages, **arguments)
+            async for chunk in stream:
+                chunks.append(chunk)
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = getattr(choice, "delta", None)
                     text = getattr(delta, "content", None) if delta is not None else getattr(choice, "text", None)
                     if text:
                         pieces.append(text)
                         on_text(text)
-                    reason = getattr(choice, "finish_reason", None) or reason
         except Exception as err:
             raise self._error(litellm, err, request, arguments) from None
-        text = "".join(pieces)
+        return self._streamed(litellm, request, chunks, "".join(pieces))
+
+    def _streamed(self, litellm: Any, request: Request, chunks: list[Any], text: str) -> Completion:
+        """The Completion of a finished stream: litellm rebuilds usage (and so the cost) from the chunks."""
+        if request.prompt is None:
+            messages = [m.as_dict() for m in request.messages]
+            try:
+                response = litellm.stream_chunk_builder(chunks, messages=messages)
+            except Exception:
+                response = None
+            if response is not None and getattr(response, "choices", None):
+                return self._completion(litellm, response, text)
+        usage = next((c.usage for c in reversed(chunks) if getattr(c, "usage", None)), None)
         tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
         tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+        reasons = [getattr(ch, "finish_reason", None) for c in chunks for ch in getattr(c, "choices", None) or []]
+        reason = next((r for r in reversed(reasons) if r), "stop")
         return Completion(text, tokens_in, tokens_out, self._cost(litellm, tokens_in, tokens_out), str(reason))
 
     def _error(self, litellm: Any, err: Exception, request: Request, arguments: dict[str, Any]) -> ModelError:
