@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from functools import lru_cache
 from typing import Any
 
 from studio.flow.spec import ModelSpec
@@ -147,11 +148,8 @@ class LiteLLMModel:
         return f"{provider.upper()}_API_KEY"
 
     def _missing_keys(self) -> list[str]:
-        try:
-            found = import_litellm().validate_environment(self.spec.model, api_base=self.spec.api_base)
-        except Exception:
-            return []
-        return [k for k in found.get("missing_keys") or [] if "KEY" in k or "TOKEN" in k]
+        """The provider's key variables that the environment lacks (litellm's `validate_environment`)."""
+        return _missing_keys(self.spec.model, self.spec.api_base, _key_env())
 
     def _credentials(self) -> str | None:
         """The key to send: `$env.NAME`, else None (litellm reads the provider's variable).
@@ -329,6 +327,11 @@ class LiteLLMModel:
             return tokens_in * (self.spec.input_cost_per_token or 0) + tokens_out * (
                 self.spec.output_cost_per_token or 0
             )
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if hidden.get("response_cost") is not None:  # litellm priced the reply already
+            return float(hidden["response_cost"])
+        if not _priced(self.spec.model):
+            return 0.0
         try:
             if response is not None:
                 return float(litellm.completion_cost(completion_response=response) or 0.0)
@@ -348,6 +351,30 @@ class LiteLLMModel:
         return Completion(
             text=text, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost, finish_reason=reason
         )
+
+
+@lru_cache(maxsize=256)
+def _priced(model: str) -> bool:
+    """Whether litellm's offline price map knows `model` (pricing an unknown one costs milliseconds)."""
+    try:
+        info = import_litellm().get_model_info(model)
+    except Exception:
+        return False
+    return info.get("input_cost_per_token") is not None or info.get("output_cost_per_token") is not None
+
+
+def _key_env() -> tuple[tuple[str, str], ...]:
+    """The environment's key-like variables: what `_missing_keys` depends on."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if "KEY" in k or "TOKEN" in k or "AZURE" in k))
+
+
+@lru_cache(maxsize=128)
+def _missing_keys(model: str, api_base: str | None, environment: tuple[tuple[str, str], ...]) -> list[str]:
+    try:
+        found = import_litellm().validate_environment(model, api_base=api_base)
+    except Exception:
+        return []
+    return [k for k in found.get("missing_keys") or [] if "KEY" in k or "TOKEN" in k]
 
 
 def _with(completion: Completion, **fields: Any) -> Completion:

@@ -177,3 +177,20 @@ def test_parameters_a_provider_lacks_are_left_out(monkeypatch: pytest.MonkeyPatc
     assert openai._arguments(request)["top_logprobs"] == 5
     assert openai.capabilities().logprobs and openai.supports_tools()
     assert not model.capabilities().logprobs and model.capabilities().constrained
+
+
+async def test_azure_deployment_is_called_at_its_address(
+    recorder: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWSTUDIO_TEST_AZURE_KEY", "azure-test-key-0123456789")
+    server = recorder([openai_reply("hello from azure")])
+    alias = (
+        f"{{model: azure/my-gpt4o, api_base: '{server.url}', api_key: $env.FLOWSTUDIO_TEST_AZURE_KEY, "
+        "params: {api_version: '2024-10-21'}}"
+    )
+    result = await run_flow_async(flow(tmp_path, alias, GENERATE, "{text: $reply.text}"), {}, db=tmp_path / "r.db")
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"text": "hello from azure"}
+    (request,) = server.requests()
+    assert request["path"] == "/openai/deployments/my-gpt4o/chat/completions?api-version=2024-10-21"
+    assert {k.lower(): v for k, v in request["headers"].items()}["api-key"] == "azure-test-key-0123456789"

@@ -171,3 +171,15 @@ outputs: {text: $reply.text}
     again = await run_flow_async(flow, {}, db=db, hooks=[hook], options=RunOptions(stream=True))
     assert [e["text"].strip() for e in events] == [again.outputs["text"]]  # type: ignore[index]
     assert calls_of(db, again.run_id)[0].cache_hit
+
+
+def test_models_check_against_the_real_server(llama_server: Any, cli: Any, tmp_path: Path) -> None:
+    body = "nodes:\n  reply: {type: llm.generate, config: {prompt: hi}}\noutputs: {text: $reply.text}\n"
+    flow = flow_file(tmp_path, "openai/smollm2", llama_server.url + "/v1", body)
+    done = cli("models", "check", str(flow), "--json")
+    assert done.code == 0, done.err
+    (report,) = done.json()
+    assert report["provider"] == "openai" and report["error"] is None
+    assert report["latency_s"] > 0 and report["reply"]
+    assert "logprobs" in report["capabilities"] and "function-calling" not in report["capabilities"]
+    assert report["input_per_1k"] is None  # a self-hosted model is not in litellm's price map
