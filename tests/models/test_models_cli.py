@@ -71,3 +71,33 @@ def test_validate_warns_when_a_node_needs_what_its_model_lacks(
     assert [line.split("node ")[1].split(" ")[0] for line in lines] == warned
     if "agent" in warned:
         assert "function calling" in done.err
+
+
+def test_the_readme_provider_snippets_are_valid_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from studio.flow.spec import load_flow
+    from studio.models import client_for
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Models and providers", 1)[1]
+    snippet = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    flow = tmp_path / "providers.yaml"
+    flow.write_text(
+        "flowstudio: 1\nname: snippets\n" + snippet + "nodes:\n  reply: {type: llm.generate, config: {prompt: hi}}\n"
+        "outputs: {text: $reply.text}\n"
+    )
+    loaded = load_flow(flow)
+    providers = {}
+    for alias, spec in loaded.spec.models.items():
+        client = client_for(spec, loaded.base_dir)
+        providers[alias] = client.capabilities().provider  # type: ignore[attr-defined]
+    assert providers == {
+        "default": "openai",
+        "claude": "anthropic",
+        "azure": "azure",
+        "ollama": "ollama",
+        "vllm": "openai",
+        "llamacpp": "openai",
+        "local": "local",
+        "robust": "openai",
+    }
