@@ -5,7 +5,7 @@ and measures, in one run:
 
   * overhead: our client (`LiteLLMModel.complete`, and the node binding `BoundLLM.complete` with
     its call record, cache off) against a raw `litellm.acompletion` call with the same arguments,
-    interleaved call by call (one output token, the same prompt: the server's prompt cache makes
+    interleaved call by call in shuffled order (one output token, the same prompt: the server's prompt cache makes
     the model's share small, so the client's share shows). Goal: ≤ 5% or ≤ 5 ms.
   * streaming: time to the first token with `stream()` against the time to the whole reply with
     `complete()`, both through our client, on a 48-token reply.
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import platform
+import random
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,8 @@ from studio.runtime.budget import Budget
 from studio.runtime.llm import BoundLLM
 
 PROMPT = "Name a colour."
+SETTLE_S = 0.05
+"""Untimed pause after each call: litellm's background logging of one call must not land in the next."""
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> float:
@@ -71,10 +74,12 @@ async def overhead(api_base: str, calls: int) -> dict[str, Any]:
     for call in (raw, ours, binding, raw, ours, binding):  # warm up: imports, connections, prompt cache
         await call()
     times: dict[str, list[float]] = {"raw": [], "client": [], "binding": []}
+    order = random.Random(0)
+    named = {"raw": raw, "client": ours, "binding": binding}
     for _ in range(calls):
-        times["raw"].append(await timed(raw))
-        times["client"].append(await timed(ours))
-        times["binding"].append(await timed(binding))
+        for name in order.sample(list(named), k=3):  # shuffled: no variant always follows another
+            times[name].append(await timed(named[name]))
+            await asyncio.sleep(SETTLE_S)
     medians = {name: statistics.median(values) for name, values in times.items()}
     result: dict[str, Any] = {"calls_each": calls, "median_ms": {k: round(v * 1000, 2) for k, v in medians.items()}}
     for name in ("client", "binding"):

@@ -204,7 +204,7 @@ class Classify(Node):
         """`logprobs` where the model gives them (or cannot say), else `constrained` where the provider
         constrains answers to a JSON Schema, else `text`."""
         supports = getattr(ctx.llm, "supports", None)
-        if supports is None or supports("logprobs"):
+        if supports is None or supports("logprobs") is not False:  # unknown: ask, and see
             return "logprobs"
         return "constrained" if supports("constrained") else "text"
 

@@ -41,6 +41,7 @@ NOT_RETRIED = {
     "blocked",
     "limit",
     "invalid_output",
+    "context_overflow",
 }
 Hook = Callable[..., None]
 

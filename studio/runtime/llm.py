@@ -129,10 +129,11 @@ class BoundLLM:
         check = getattr(self.client(self.alias), "capabilities", None)
         return check() if check else None
 
-    def supports(self, feature: str) -> bool:
-        """Whether the alias' model has `feature`: `logprobs`, `function_calling`, `constrained`, `streaming`."""
+    def supports(self, feature: str) -> bool | None:
+        """Whether the alias' model has `feature` (`logprobs`, `function_calling`, `constrained`,
+        `streaming`); None when its client cannot say."""
         capabilities = self.capabilities()
-        return bool(getattr(capabilities, feature, False)) if capabilities else False
+        return bool(getattr(capabilities, feature, False)) if capabilities else None
 
     async def complete_with_tools(
         self, *, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int | None = None
@@ -199,7 +200,8 @@ class BoundLLM:
         client = self.client(alias)
         if self.on_token is None:
             return await client.complete(request)
-        if isinstance(client, StreamingClient):
+        if isinstance(client, StreamingClient) and hasattr(type(client), "stream"):
+            # a wrapper that only forwards `stream` (by __getattr__) would skip its own `complete`
             return await client.stream(request, self.on_token)
         completion = await client.complete(request)
         if completion.text:
