@@ -7,6 +7,8 @@ and measures, in one run:
     its call record, cache off) against a raw `litellm.acompletion` call with the same arguments,
     interleaved call by call in shuffled order (one output token, the same prompt: the server's prompt cache makes
     the model's share small, so the client's share shows). Goal: ≤ 5% or ≤ 5 ms.
+    `*_own_ms` is the part of our calls spent outside `litellm.acompletion` (request building,
+    capability filter, reply parsing, the call record): our overhead without the server's noise.
   * streaming: time to the first token with `stream()` against the time to the whole reply with
     `complete()`, both through our client, on a 48-token reply.
 
@@ -38,6 +40,25 @@ from studio.runtime.llm import BoundLLM
 PROMPT = "Name a colour."
 SETTLE_S = 0.05
 """Untimed pause after each call: litellm's background logging of one call must not land in the next."""
+
+
+class Inner:
+    """Times the seconds spent inside `litellm.acompletion`, so the rest of a call is ours alone."""
+
+    def __init__(self, litellm: Any) -> None:
+        self.litellm, self.original, self.spent = litellm, litellm.acompletion, 0.0
+
+        async def acompletion(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await self.original(*args, **kwargs)
+            finally:
+                self.spent += time.perf_counter() - start
+
+        litellm.acompletion = acompletion
+
+    def restore(self) -> None:
+        self.litellm.acompletion = self.original
 
 
 async def timed(call: Callable[[], Awaitable[Any]]) -> float:
@@ -73,15 +94,23 @@ async def overhead(api_base: str, calls: int) -> dict[str, Any]:
 
     for call in (raw, ours, binding, raw, ours, binding):  # warm up: imports, connections, prompt cache
         await call()
+    inner = Inner(litellm)
     times: dict[str, list[float]] = {"raw": [], "client": [], "binding": []}
+    own: dict[str, list[float]] = {"client": [], "binding": []}
     order = random.Random(0)
     named = {"raw": raw, "client": ours, "binding": binding}
     for _ in range(calls):
         for name in order.sample(list(named), k=3):  # shuffled: no variant always follows another
+            inner.spent = 0.0
             times[name].append(await timed(named[name]))
+            if name in own:
+                own[name].append(times[name][-1] - inner.spent)
             await asyncio.sleep(SETTLE_S)
+    inner.restore()
     medians = {name: statistics.median(values) for name, values in times.items()}
     result: dict[str, Any] = {"calls_each": calls, "median_ms": {k: round(v * 1000, 2) for k, v in medians.items()}}
+    for name, values in own.items():
+        result[f"{name}_own_ms"] = round(statistics.median(values) * 1000, 3)
     for name in ("client", "binding"):
         extra = medians[name] - medians["raw"]
         result[f"{name}_overhead_ms"] = round(extra * 1000, 2)
