@@ -194,3 +194,21 @@ async def test_azure_deployment_is_called_at_its_address(
     (request,) = server.requests()
     assert request["path"] == "/openai/deployments/my-gpt4o/chat/completions?api-version=2024-10-21"
     assert {k.lower(): v for k, v in request["headers"].items()}["api-key"] == "azure-test-key-0123456789"
+
+
+async def test_openai_context_overflow_names_the_counts(
+    recorder: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FLOWSTUDIO_TEST_OPENAI_KEY", "sk-test-0123456789abcdef")
+    message = "This model's maximum context length is 128000 tokens. However, your messages resulted in 130001 tokens."
+    error = {"message": message, "type": "invalid_request_error", "code": "context_length_exceeded"}
+    server = recorder([{"status": 400, "body": {"error": error}}])
+    alias = f"{{model: openai/gpt-4o-mini, api_base: '{server.url}/v1', api_key: $env.FLOWSTUDIO_TEST_OPENAI_KEY}}"
+    db = tmp_path / "r.db"
+    result = await run_flow_async(
+        flow(tmp_path, alias, GENERATE, "{text: $reply.text}"), {"text": "one two three"}, db=db
+    )
+    assert result.status == "failed" and result.error
+    assert "context overflow" in result.error and "a context window of 128000 tokens" in result.error
+    assert "the prompt has " in result.error and "plus up to 256 for the reply" in result.error
+    assert len(server.requests()) == 1  # never retried
