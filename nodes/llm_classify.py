@@ -12,16 +12,17 @@ reply text is mapped to the nearest label and `confidence` is None.
 from __future__ import annotations
 
 import difflib
+import json
 import math
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text
 from nodes.strategies import Prompt, Strategy
-from studio.node import Completion, Node, NodeContext
+from studio.node import Completion, Message, Node, NodeContext
 
 PROMPT = "Text: {{ text }}\nLabel:"
 TOP_LOGPROBS = 100
@@ -30,6 +31,10 @@ CONTENT_FREE = ("N/A", "", "[MASK]")
 """Texts that carry no content; the prompt's answers to them measure its label bias."""
 FINAL_REQUEST = "Now answer with the label only."
 FINAL_CUE = "Therefore, the label is:"
+CONSTRAINED_TOKENS = 32
+"""Room for `{"label": "..."}` in a constrained answer."""
+Method = Literal["logprobs", "constrained", "text"]
+"""`logprobs`, `constrained` or `text`: how the label was chosen."""
 
 
 def nearest_label(reply: str, labels: list[str]) -> str:
@@ -146,6 +151,9 @@ class Classify(Node):
         confidence: float | None = None
         """The chosen label's share of the label probability (0-1); None when the label was read
         from the reply text because the model gave no logprobs."""
+        method: str = "text"
+        """How the label was chosen: `logprobs` (scored), `constrained` (an answer the provider
+        constrained to the labels, for models without logprobs) or `text` (the reply's nearest label)."""
 
     config: Config
 
@@ -191,10 +199,48 @@ class Classify(Node):
             messages=tuple(chat_messages(self.preamble(), "{{ text }}", self.demos(variant), "label", values))
         )
 
+    @staticmethod
+    def method(ctx: NodeContext) -> Method:
+        """`logprobs` where the model gives them (or cannot say), else `constrained` where the provider
+        constrains answers to a JSON Schema, else `text`."""
+        supports = getattr(ctx.llm, "supports", None)
+        if supports is None or supports("logprobs") is not False:  # unknown: ask, and see
+            return "logprobs"
+        return "constrained" if supports("constrained") else "text"
+
+    def response_format(self) -> dict[str, Any]:
+        """A JSON Schema answer whose only field is one of the labels."""
+        label = {"type": "string", "enum": list(self.config.labels)}
+        schema = {
+            "type": "object",
+            "properties": {"label": label},
+            "required": ["label"],
+            "additionalProperties": False,
+        }
+        return {"type": "json_schema", "json_schema": {"name": "label", "schema": schema, "strict": True}}
+
+    async def complete_constrained(self, prompt: Prompt, ctx: NodeContext, **options: Any) -> Completion:
+        """One chat call whose answer the provider constrains to `{"label": LABEL}`."""
+        messages = prompt.messages or (Message("user", prompt.text or ""),)
+        options["extra"] = {**options.get("extra", {}), "response_format": self.response_format()}
+        options.setdefault("max_tokens", CONSTRAINED_TOKENS)
+        return await ctx.llm.complete(messages=list(messages), **options)
+
+    def read_label(self, reply: Completion) -> str:
+        """The label of a constrained answer; the nearest label when the provider did not keep to it."""
+        start = reply.text.find("{")
+        try:
+            data = json.JSONDecoder().raw_decode(reply.text[start:])[0] if start >= 0 else None
+        except json.JSONDecodeError:
+            data = None
+        label = data.get("label") if isinstance(data, dict) else None
+        return label if label in self.config.labels else nearest_label(reply.text, self.config.labels)
+
     async def complete(self, prompt: Prompt, ctx: NodeContext, **options: Any) -> Completion:
         """One model call asking for a label, with the first tokens' logprobs where the client can."""
         options.setdefault("extra", {})
-        options["extra"] = {"top_logprobs": TOP_LOGPROBS, **options["extra"]}
+        if self.method(ctx) == "logprobs":
+            options["extra"] = {"top_logprobs": TOP_LOGPROBS, **options["extra"]}
         if prompt.text is not None:
             options.setdefault("stop", ["\n"])
             options.setdefault("max_tokens", 8)
@@ -227,6 +273,8 @@ class Classify(Node):
     async def vote(self, text: str, ctx: NodeContext) -> Outputs:
         """An ensemble: label shares summed over the votes, or the majority label without logprobs."""
         n = self.config.samples
+        if self.method(ctx) == "constrained":
+            return await self.vote_constrained(text, ctx)
         if len(self.config.demos) < 2:  # a single prompt: the votes differ by sampling instead
 
             async def sample(prompt: Prompt, **options: Any) -> str:
@@ -244,7 +292,20 @@ class Classify(Node):
             for label, share in found.items():
                 total[label] += share / n
         label = max(self.config.labels, key=lambda name: total[name])
-        return self.Outputs(label=label, confidence=round(total[label], 4))
+        return self.Outputs(label=label, confidence=round(total[label], 4), method="logprobs")
+
+    async def vote_constrained(self, text: str, ctx: NodeContext) -> Outputs:
+        """An ensemble of constrained answers: each vote sees the demos in another order (or another
+        seed, with fewer than two demos); the majority label wins."""
+        n, sampled = self.config.samples, len(self.config.demos) < 2
+        labels = []
+        for variant in range(n):
+            options: dict[str, Any] = (
+                {"temperature": strategies.SAMPLE_TEMPERATURE, "extra": {"seed": variant}} if sampled else {}
+            )
+            prompt = self.prompt(text, 0 if sampled else variant)
+            labels.append(self.read_label(await self.complete_constrained(prompt, ctx, **options)))
+        return self.Outputs(label=strategies.majority(labels), method="constrained")
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         if self.config.strategy == "ensemble":
@@ -256,9 +317,12 @@ class Classify(Node):
         prompt = await strategies.deliberate(
             self.config.strategy, self.prompt(inputs.text), ask, FINAL_REQUEST, FINAL_CUE
         )
+        if self.method(ctx) == "constrained":
+            reply = await self.complete_constrained(prompt, ctx)
+            return self.Outputs(label=self.read_label(reply), method="constrained")
         reply = await self.complete(prompt, ctx)
         scores = await self.scores(reply, ctx)
         if scores is None:
-            return self.Outputs(label=nearest_label(reply.text, self.config.labels))
+            return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")
         label = max(self.config.labels, key=lambda name: scores[name])
-        return self.Outputs(label=label, confidence=round(scores[label], 4))
+        return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")

@@ -27,6 +27,10 @@ def validate(flow: str) -> None:
 
     plan = compile_flow(load_flow(flow))
     click.echo(f"OK {flow}: {len(plan.nodes)} nodes")
+    from studio.runtime.model_checks import capability_warnings
+
+    for warning in capability_warnings(plan):
+        click.echo(f"warning: {flow}: {warning}", err=True)
 
 
 @click.command()

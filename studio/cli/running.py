@@ -36,9 +36,12 @@ from studio.cli.common import (
     metavar="ALIAS=MODEL",
     help="Swap a model alias, e.g. default=scripted/script.yaml.",
 )
+@click.option("--stream", is_flag=True, help="Print LLM nodes' tokens to stderr as they arrive.")
 @run_options
 @friendly
-def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], **flags: Any) -> None:
+def run(
+    flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], stream: bool, **flags: Any
+) -> None:
     """Run a flow headless and record it in the store.
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
@@ -51,8 +54,44 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
     given.update(pairs(inputs, "-i", parse_json=True))
     options = options_from(None, flags)
     options.models = pairs(models, "--model", parse_json=False)
-    run_async = run_flow_async(flow, given, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"])
-    report(asyncio.run(run_async), flags["as_json"])
+    options.stream = stream
+    printer = TokenPrinter()
+    run_async = run_flow_async(
+        flow,
+        given,
+        options=options,
+        db=flags["db"],
+        max_concurrency=flags["max_concurrency"],
+        hooks=[printer] if stream else None,
+    )
+    result = asyncio.run(run_async)
+    printer.end()
+    report(result, flags["as_json"])
+
+
+class TokenPrinter:
+    """A hook printing `token` events to stderr, under a `[node]` heading whenever the node changes
+    (stdout stays free for `--json`)."""
+
+    wants_tokens = True
+
+    def __init__(self) -> None:
+        self.node: str | None = None
+
+    def __call__(self, event: str, **details: Any) -> None:
+        if event != "token":
+            return
+        if details["node"] != self.node:
+            self.end()
+            self.node = details["node"]
+            click.echo(f"[{self.node}] ", nl=False, err=True)
+        click.echo(details["text"], nl=False, err=True)
+
+    def end(self) -> None:
+        """Close the current node's line."""
+        if self.node is not None:
+            click.echo("", err=True)
+            self.node = None
 
 
 @click.command()

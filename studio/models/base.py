@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["system", "user", "assistant"]
+TokenSink = Callable[[str], None]
+"""Receives each piece of a reply's text as it arrives; the pieces join to the whole text."""
 
 
 @dataclass(frozen=True)
@@ -83,3 +86,19 @@ class ModelClient(Protocol):
     name: str
 
     async def complete(self, request: Request) -> Completion: ...
+
+
+@runtime_checkable
+class StreamingClient(Protocol):
+    """A client that can also hand out a reply piece by piece as it is generated."""
+
+    name: str
+
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def stream(self, request: Request, on_text: TokenSink) -> Completion:
+        """Call `on_text` with each piece of the reply as it arrives; return the whole Completion.
+
+        Requests a stream cannot serve (tool calls, logprobs) are answered whole, as one piece.
+        """
+        ...

@@ -16,7 +16,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from studio.models.base import Completion, ModelError, Request
+from studio.models.base import Completion, ModelError, Request, TokenSink
+from studio.models.capabilities import LOCAL, Capabilities
 
 NAME = "local/smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -220,6 +221,48 @@ def _complete_sync(request: Request) -> Completion:
     return _parse(response, chat)
 
 
+def _stream_sync(request: Request, on_text: TokenSink) -> Completion:
+    """Run one request streaming: `on_text` gets each piece (from this worker thread)."""
+    chat = request.prompt is None
+    if chat and not request.messages:
+        raise ModelError("bad_request", f"{NAME}: request has neither messages nor prompt")
+    server = _get_server()
+    body = {**_body(request), "stream": True, "stream_options": {"include_usage": True}}
+    pieces: list[str] = []
+    last: dict[str, Any] = {}
+
+    def chunk(data: Any) -> None:
+        if not isinstance(data, dict):
+            return
+        if "error" in data:
+            last["error"] = data["error"]
+            return
+        for choice in data.get("choices") or []:
+            text = (choice.get("delta") or {}).get("content") if chat else choice.get("text")
+            if text:
+                pieces.append(text)
+                on_text(text)
+            last["finish_reason"] = choice.get("finish_reason") or last.get("finish_reason")
+        last["usage"] = data.get("usage") or last.get("usage")
+
+    with _call_lock:
+        try:
+            (server.handle_chat_completions if chat else server.handle_completions)(body, chunk)
+        except (ValueError, TypeError) as exc:
+            raise ModelError("bad_request", f"{NAME}: {exc}") from exc
+        except Exception as exc:
+            raise ModelError("server", f"{NAME}: {exc}") from exc
+    if "error" in last:
+        raise _error(last["error"])
+    usage = last.get("usage") or {}
+    return Completion(
+        text="".join(pieces),
+        input_tokens=int(usage.get("prompt_tokens", 0)),
+        output_tokens=int(usage.get("completion_tokens", 0)),
+        finish_reason=last.get("finish_reason") or "stop",
+    )
+
+
 class LocalModel:
     """The `local/smollm2` model client; all instances share one loaded model."""
 
@@ -231,3 +274,26 @@ class LocalModel:
     async def complete(self, request: Request) -> Completion:
         """Answer `request` without blocking the event loop."""
         return await asyncio.to_thread(_complete_sync, request)
+
+    async def stream(self, request: Request, on_text: TokenSink) -> Completion:
+        """Answer `request` piece by piece; `on_text` runs on the event loop, in order.
+
+        A request for logprobs or tools is answered whole, as one piece.
+        """
+        if request.extra.get("top_logprobs") or request.extra.get("tools"):
+            completion = await self.complete(request)
+            if completion.text:
+                on_text(completion.text)
+            return completion
+        loop = asyncio.get_running_loop()
+
+        def forward(text: str) -> None:
+            loop.call_soon_threadsafe(on_text, text)
+
+        completion = await asyncio.to_thread(_stream_sync, request, forward)
+        await asyncio.sleep(0)  # let the last forwarded pieces run before the caller goes on
+        return completion
+
+    def capabilities(self) -> Capabilities:
+        """llama.cpp's: logprobs and streaming, no function calling."""
+        return LOCAL

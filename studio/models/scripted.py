@@ -19,7 +19,8 @@ from pydantic import TypeAdapter, ValidationError
 from studio.errors import SpecError
 from studio.flow.loader import load_file
 from studio.flow.spec import ModelSpec, ScriptRule
-from studio.models.base import Completion, ModelError, Request
+from studio.models.base import Completion, ModelError, Request, TokenSink
+from studio.models.capabilities import Capabilities, scripted
 
 LEDGER_ENV = "FLOWSTUDIO_SCRIPTED_LEDGER"
 _RULES = TypeAdapter(list[ScriptRule])
@@ -68,9 +69,21 @@ class ScriptedModel:
             return replace(completion, tool_calls=_calls(rule.tool_calls)) if rule.tool_calls else completion
         raise ModelError("server", "scripted model: no rule matched the prompt")
 
+    async def stream(self, request: Request, on_text: TokenSink) -> Completion:
+        """The reply `complete` gives, handed to `on_text` word by word (each with its spacing)."""
+        completion = await self.complete(request)
+        for piece in words(completion.text):
+            on_text(piece)
+            await asyncio.sleep(0)
+        return completion
+
     def supports_tools(self) -> bool:
         """Whether the script imitates function calling (some rule answers with tool calls)."""
         return any(rule.tool_calls for rule in self.rules)
+
+    def capabilities(self) -> Capabilities:
+        """Text and (where scripted) tool calls; never logprobs."""
+        return scripted(self.supports_tools())
 
     def _should_fail(self, index: int, rule: ScriptRule) -> bool:
         assert rule.error is not None
@@ -86,6 +99,11 @@ class ScriptedModel:
         tokens_in, tokens_out = count_tokens(prompt), count_tokens(reply)
         cost = tokens_in * self.input_cost + tokens_out * self.output_cost
         return Completion(text=reply, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
+
+
+def words(text: str) -> list[str]:
+    """`text` cut into words that keep their following spacing; they join back to `text`."""
+    return re.findall(r"\s*\S+\s*|\s+", text) if text.strip() else ([text] if text else [])
 
 
 def _calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ NOT_RETRIED = {
     "blocked",
     "limit",
     "invalid_output",
+    "context_overflow",
 }
 Hook = Callable[..., None]
 
@@ -70,6 +71,9 @@ class RunOptions:
     """Stop before a node once this many steps ran."""
     models: dict[str, str] = field(default_factory=dict)
     """Model alias overrides (ALIAS → model string)."""
+    stream: bool = False
+    """Stream model replies: each piece is emitted as a `token` event (run_id, node, text).
+    Also on whenever a hook has `wants_tokens = True`; off, calls are made whole (faster)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
@@ -375,7 +379,8 @@ class _Graph:
         if node.model is None:
             return NoModel()
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
-        return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache)
+        on_token = self.shared.engine.token_sink(self.shared.run.run_id, path, self.shared.options)
+        return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache, on_token)
 
     async def run_child(self, plan: Plan, inputs: dict[str, Any], prefix: str) -> dict[str, Any]:
         """Run a sub-flow as part of this run; its steps are named under `prefix`."""
@@ -406,6 +411,16 @@ class Engine:
         """Call every hook with keyword arguments; hooks take **future_kwargs."""
         for hook in self.hooks:
             hook(event=event, **details)
+
+    def token_sink(self, run_id: str, node: str, options: RunOptions) -> Callable[[str], None] | None:
+        """Where a node's streamed reply goes: `token` events, when the run or a hook wants them."""
+        if not (options.stream or any(getattr(hook, "wants_tokens", False) for hook in self.hooks)):
+            return None
+
+        def emit(text: str) -> None:
+            self.emit("token", run_id=run_id, node=node, text=text)
+
+        return emit
 
     def check_models(self, plan: Plan) -> dict[str, Callable[..., Any]]:
         """Build each alias' client and import the flow's tools once, so a bad model setting or

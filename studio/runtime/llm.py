@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from studio.errors import NodeError
 from studio.flow.spec import ModelSpec
-from studio.models.base import Completion, Message, ModelClient, ModelError, Request
+from studio.models.base import Completion, Message, ModelClient, ModelError, Request, StreamingClient, TokenSink
+from studio.models.capabilities import Capabilities
 from studio.node import ToolCall, ToolReply
 from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
@@ -76,6 +77,7 @@ class BoundLLM:
         calls: list[CallRecord],
         budget: Budget,
         cache: Cache | None,
+        on_token: TokenSink | None = None,
     ) -> None:
         self.node_id = node_id
         self.alias = alias
@@ -84,6 +86,8 @@ class BoundLLM:
         self.calls = calls
         self.budget = budget
         self.cache = cache
+        self.on_token = on_token
+        """Receives the reply text piece by piece as it streams; None: calls do not stream."""
 
     async def complete(
         self,
@@ -120,6 +124,17 @@ class BoundLLM:
         check = getattr(self.client(self.alias), "supports_tools", None)
         return bool(check()) if check else False
 
+    def capabilities(self) -> Capabilities | None:
+        """What the alias' model supports (from litellm for providers); None when the client cannot say."""
+        check = getattr(self.client(self.alias), "capabilities", None)
+        return check() if check else None
+
+    def supports(self, feature: str) -> bool | None:
+        """Whether the alias' model has `feature` (`logprobs`, `function_calling`, `constrained`,
+        `streaming`); None when its client cannot say."""
+        capabilities = self.capabilities()
+        return bool(getattr(capabilities, feature, False)) if capabilities else None
+
     async def complete_with_tools(
         self, *, messages: list[Message], tools: list[dict[str, Any]], max_tokens: int | None = None
     ) -> ToolReply:
@@ -143,6 +158,8 @@ class BoundLLM:
                 tool_calls=hit.get("tool_calls"),
             )
             self._record(spec, request, completion, now(), 0.0, cache_hit=True)
+            if self.on_token and completion.text:
+                self.on_token(completion.text)  # a cached reply is replayed as one chunk
             return completion
         for attempt in range(spec.retries + 1):
             started_at, start = now(), time.perf_counter()
@@ -171,12 +188,25 @@ class BoundLLM:
     async def _call(self, alias: str, request: Request) -> Completion:
         if not self.budget.limits_calls:
             self.budget.before_call()
-            return await self.client(alias).complete(request)
+            return await self._ask(alias, request)
         async with self.budget.lock:
             self.budget.before_call()
-            completion = await self.client(alias).complete(request)
+            completion = await self._ask(alias, request)
             self.budget.charge(completion.input_tokens + completion.output_tokens, completion.cost_usd)
             return completion
+
+    async def _ask(self, alias: str, request: Request) -> Completion:
+        """One call: streamed to `on_token` when someone consumes tokens and the client can stream."""
+        client = self.client(alias)
+        if self.on_token is None:
+            return await client.complete(request)
+        if isinstance(client, StreamingClient) and hasattr(type(client), "stream"):
+            # a wrapper that only forwards `stream` (by __getattr__) would skip its own `complete`
+            return await client.stream(request, self.on_token)
+        completion = await client.complete(request)
+        if completion.text:
+            self.on_token(completion.text)
+        return completion
 
     def _record(
         self,
