@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import click
@@ -36,15 +37,25 @@ from studio.cli.common import (
     metavar="ALIAS=MODEL",
     help="Swap a model alias, e.g. default=scripted/script.yaml.",
 )
+@click.option(
+    "--otlp",
+    default=None,
+    metavar="URL",
+    help="Export the run as OpenTelemetry spans to this OTLP/HTTP collector (default $OTEL_EXPORTER_OTLP_ENDPOINT).",
+)
 @run_options
 @friendly
-def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], **flags: Any) -> None:
+def run(
+    flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], otlp: str | None, **flags: Any
+) -> None:
     """Run a flow headless and record it in the store.
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
     from studio.runtime.runner import run_flow_async
 
+    if otlp:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp  # read by the runner, for this process only
     given = json.load(inputs_file) if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
