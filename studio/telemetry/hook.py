@@ -1,17 +1,25 @@
 """The engine hook that exports runs live: a span per run, opened when it starts, steps as they finish.
 
+The hook only queues the records it is handed (bounded; a full queue drops, never waits);
+spans are built and exported on a thread of their own, so a run pays microseconds per step.
 A hook must never break a run: every failure here is swallowed, and said once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 from typing import Any
 
 from opentelemetry.trace import Span
 
-from studio.telemetry.provider import make_provider
+from studio.telemetry.provider import QUEUE_SIZE, make_provider
 from studio.telemetry.setup import capture_content, say
 from studio.telemetry.spans import SpanWriter
+
+_CLOSE: tuple[str, dict[str, Any]] = ("close", {})
+CLOSE_TIMEOUT_S = 10.0
 
 
 class OtelHook:
@@ -21,16 +29,36 @@ class OtelHook:
         self.provider, self.exporter = make_provider(url, exporter)
         self.tracer = self.provider.get_tracer("flowstudio")
         self.content = capture_content()
+        self.dropped = 0
         self._runs: dict[str, tuple[Span, SpanWriter, Any]] = {}
         self._warned = False
+        self._events: queue.Queue[tuple[str, dict[str, Any]]] = queue.Queue(QUEUE_SIZE)
+        self._worker = threading.Thread(target=self._work, name="flowstudio-otel", daemon=True)
+        self._worker.start()
 
     def __call__(self, *, event: str, **details: Any) -> None:
+        if event not in ("run_started", "step_finished", "run_finished"):
+            return
         try:
-            self._handle(event, details)
-        except Exception as err:
-            if not self._warned:
-                self._warned = True
-                say(f"trace export skipped a run: {type(err).__name__}: {err}")
+            self._events.put_nowait((event, details))
+        except queue.Full:
+            self.dropped += 1
+            self._warn(f"trace export is behind; dropped events of run {details.get('run_id')}")
+
+    def _warn(self, message: str) -> None:
+        if not self._warned:
+            self._warned = True
+            say(message)
+
+    def _work(self) -> None:
+        while True:
+            event, details = self._events.get()
+            if event == "close":
+                return
+            try:
+                self._handle(event, details)
+            except Exception as err:
+                self._warn(f"trace export skipped a run: {type(err).__name__}: {err}")
 
     def _handle(self, event: str, details: dict[str, Any]) -> None:
         if event == "run_started" and "run" in details:
@@ -46,5 +74,8 @@ class OtelHook:
             writer.end_run(span, details["run"])
 
     def close(self) -> None:
-        """Send what is queued (bounded by the export timeout) and stop."""
+        """Build what is queued, send it (bounded by the export timeout) and stop."""
+        with contextlib.suppress(queue.Full):
+            self._events.put(_CLOSE, timeout=CLOSE_TIMEOUT_S)
+        self._worker.join(CLOSE_TIMEOUT_S)
         self.provider.shutdown()
