@@ -33,7 +33,7 @@ def make_provider(url: str, exporter: SpanExporter | None = None) -> tuple[Trace
             once,
             max_queue_size=QUEUE_SIZE,
             schedule_delay_millis=200,
-            max_export_batch_size=512,
+            max_export_batch_size=128,  # shorter encodes hold the GIL for less at a time
             export_timeout_millis=int(EXPORT_TIMEOUT_S * 1000),
         )
     )
