@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -18,7 +22,7 @@ from studio.store import MemoryStore
 from studio.telemetry.hook import OtelHook
 from studio.telemetry.provider import make_provider
 from studio.telemetry.stored import gather
-from tests.conftest import FLOWS, SCRIPTS
+from tests.conftest import FIXTURES, FLOWS, SCRIPTS
 from tests.mcp.conftest import free_port
 
 AGENT = FLOWS / "calculator-agent.yaml"
@@ -153,3 +157,56 @@ def test_run_with_a_missing_collector_succeeds_and_says_so_once(cli, tmp_path: P
     assert cli("trace", "export", result.json()["run_id"], env={"OTEL_EXPORTER_OTLP_ENDPOINT": ""}).code == 2
     shown = cli("trace", result.json()["run_id"], "--json")
     assert shown.code == 0 and shown.json()[0]["node"] == "agent"
+
+
+class Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP collector that decodes what it receives."""
+
+    spans: ClassVar[list[Any]] = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                Collector.spans.extend(scope.spans)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def collector() -> Iterator[str]:
+    Collector.spans = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_a_batch_exports_its_runs_over_otlp_with_the_experiment_id(cli, collector: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "topics.jsonl"
+    data.write_text('{"topic": "cats"}\n{"topic": "dogs"}\n')
+    result = cli(
+        "batch",
+        str(FIXTURES / "chain.yaml"),
+        "--data",
+        str(data),
+        "--json",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector},
+    )
+    assert result.code == 0, result.err
+    experiment = result.json()["experiment_id"]
+
+    def attributes(span: Any) -> dict[str, Any]:
+        return {a.key: a.value.string_value or a.value.int_value for a in span.attributes}
+
+    runs = [attributes(s) for s in Collector.spans if s.name == "run chain"]
+    assert len(runs) == 2 and {r["flowstudio.experiment_id"] for r in runs} == {experiment}
+    models = [attributes(s) for s in Collector.spans if s.name.endswith(" scripted")]
+    assert models, sorted({s.name for s in Collector.spans})
+    assert len(models) == 2 and all(m["gen_ai.provider.name"] == "flowstudio.scripted" for m in models)
+    assert all(m["gen_ai.usage.input_tokens"] > 0 for m in models)
