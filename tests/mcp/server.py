@@ -13,7 +13,7 @@ from typing import Any
 if os.environ.get("CANARY"):
     Path(os.environ["CANARY"]).write_text(str(os.getpid()))
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 LISTINGS = [0]
 
@@ -57,6 +57,12 @@ def listings() -> int:
 def env(name: str) -> str:
     """The value of an environment variable of the server."""
     return os.environ.get(name, "")
+
+
+@server.tool()
+async def header(name: str, ctx: Context) -> str:
+    """The value of a header of the HTTP request (empty over stdio)."""
+    return (ctx.headers or {}).get(name.lower(), "")
 
 
 @server.tool()

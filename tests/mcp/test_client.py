@@ -152,6 +152,24 @@ nodes:
     assert "s3cr3t" not in json.dumps([s.outputs for s in store.steps(result.run_id)])
 
 
+async def test_a_header_from_the_environment_reaches_the_server_and_comes_back_masked(
+    http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FS_TEST_BEARER", "Bearer tok-987654")
+    flow = f"""
+outputs: {{value: $read.text}}
+nodes:
+  read:
+    type: tool.mcp
+    inputs: {{name: Authorization}}
+    config: {{server: {{url: {http_server}, headers: {{Authorization: $env.FS_TEST_BEARER}}}}, tool: header}}
+"""
+    result, store = await run_flow(flow)
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"value": "***"}  # the server saw the real value; the run keeps none of it
+    assert "tok-987654" not in json.dumps([s.outputs for s in store.steps(result.run_id)])
+
+
 def test_a_literal_credential_header_is_refused() -> None:
     from studio.flow.spec import load_flow_text
     from studio.runtime.compiler import compile_flow
@@ -208,6 +226,7 @@ def test_an_allowlisted_command_starts_only_when_a_run_reaches_it(cli, tmp_path:
     (config / "mcp.toml").write_text(f"commands = [{json.dumps(sys.executable)}]\n")
     env = {"FLOWSTUDIO_MCP_COMMANDS": "", "XDG_CONFIG_HOME": str(tmp_path / "config")}
     assert cli("validate", str(flow), env=env).code == 0
+    assert cli("export", str(flow), "--out", str(tmp_path / "pkg"), env=env).code == 0
     assert not canary.exists()
     result = cli("run", str(flow), "--json", env=env)
     assert result.code == 0, result.err
