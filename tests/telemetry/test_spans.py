@@ -187,6 +187,7 @@ def collector() -> Iterator[str]:
     server.shutdown()
 
 
+@pytest.mark.slow  # a collector server on 127.0.0.1
 def test_a_batch_exports_its_runs_over_otlp_with_the_experiment_id(cli, collector: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     data = tmp_path / "topics.jsonl"
     data.write_text('{"topic": "cats"}\n{"topic": "dogs"}\n')
