@@ -12,18 +12,35 @@ Elsewhere, and always on the embedded model, a plain-text protocol does (ReAct s
 
 Every turn (the model's reply, the tool, its input and observation, errors) is an item of
 the `turns` output, so the step's trace shows the whole loop.
+
+Tools come from Python (`tools:`) and from MCP servers (`mcp:`): each server's tools, after
+its allowlist and with its name prefix, join the list the model sees. A turn that called an
+MCP tool also names the `server` and the call's `latency_s`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import prompting, tooling
-from studio.node import Message, Node, NodeContext, NodeError, PortType, TemplateInputs, ToolCallingLLM, render
+from studio.node import (
+    McpServer,
+    McpTool,
+    Message,
+    Node,
+    NodeContext,
+    NodeError,
+    PortType,
+    TemplateInputs,
+    ToolCallingLLM,
+    refuse_mcp_command,
+    render,
+)
 
 MESSAGES = "messages"
 
@@ -35,7 +52,7 @@ PROTOCOL = """To use a tool, write "Action:" with the tool's name and "Input:" w
 When you know the answer, write "Answer:" and the answer."""
 
 
-def _parse_action(line: str, given: str | None, tools: dict[str, tooling.Tool]) -> tuple[str, str]:
+def _parse_action(line: str, given: str | None, tools: dict[str, tooling.AnyTool]) -> tuple[str, str]:
     """Tool name and input from an `Action:` line and the `Input:` line, as forgiving as is safe.
 
     Accepts `calculator` + `Input: 2 + 2`, `calculator[2 + 2]`, `calculator(2 + 2)`, `calculator: 2 + 2`;
@@ -68,8 +85,10 @@ class Agent(Node):
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-        tools: list[str] = Field(min_length=1)
+        tools: list[str] = []
         """Tool names the agent may call: keys of the flow's `tools:` or `flowstudio.tools` entry points."""
+        mcp: list[McpServer] = []
+        """MCP servers whose tools the agent may call (HTTP `url` or an allowlisted stdio `command`)."""
         prompt: str = "{{ task }}"
         """Jinja2 template over the node's inputs: the task the agent gets."""
         instructions: str = "Answer the question. Use the tools for anything you cannot do reliably yourself."
@@ -112,6 +131,11 @@ class Agent(Node):
         return super().optional_inputs() | {MESSAGES}
 
     def check(self) -> list[tuple[str, str]]:
+        if not self.config.tools and not self.config.mcp:
+            return [("tools", "give the agent at least one tool: `tools:` names or `mcp:` servers")]
+        for i, server in enumerate(self.config.mcp):
+            if refused := refuse_mcp_command(server):
+                return [(f"mcp.{i}.command", refused)]
         for i, demo in enumerate(self.config.demos):
             try:
                 [Step.model_validate(s) for s in demo.get("steps", [])]
@@ -122,7 +146,14 @@ class Agent(Node):
         return []
 
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
-        tools = {name: ctx.tool(name) for name in self.config.tools}
+        tools: dict[str, tooling.AnyTool] = {name: ctx.tool(name) for name in self.config.tools}
+        for server in self.config.mcp:
+            for tool in await ctx.mcp_tools(server):
+                if tool.name in tools:
+                    raise NodeError(
+                        f"two tools are named {tool.name!r}; give the MCP server a `prefix`", kind="bad_config"
+                    )
+                tools[tool.name] = tool
         values = inputs.values()
         task = render(self.config.prompt, values)
         past = prompting.history(values)
@@ -139,14 +170,20 @@ class Agent(Node):
             answer = ""
         return self.Outputs(answer=answer, turns=turns)
 
-    async def _use(self, name: str, arguments: Any, tools: dict[str, tooling.Tool], turn: dict[str, Any]) -> str:
+    async def _use(
+        self, name: str, arguments: Any, tools: dict[str, tooling.AnyTool], turn: dict[str, Any], ctx: NodeContext
+    ) -> str:
         """Run one tool call for the model; failures become the observation, so the agent can recover."""
         turn.update(tool=name, input=arguments)
         try:
             if name not in tools:
                 raise NodeError(f"unknown tool {name!r}; the tools are {', '.join(tools)}")
             kwargs = self._bind(tools[name], arguments)
-            result = await tooling.call(name, tools[name], kwargs, self.config.tool_timeout_s)
+            tool = tools[name]
+            if isinstance(tool, McpTool):
+                result = await self._call_mcp(tool, kwargs, turn, ctx)
+            else:
+                result = await tooling.call(name, tool, kwargs, self.config.tool_timeout_s)
         except NodeError as err:
             turn["error"] = str(err)
             return f"Error: {err}"
@@ -154,8 +191,20 @@ class Agent(Node):
         turn["observation"] = observation[:2000]
         return turn["observation"]  # type: ignore[no-any-return]
 
+    async def _call_mcp(self, tool: McpTool, kwargs: dict[str, Any], turn: dict[str, Any], ctx: NodeContext) -> Any:
+        """One MCP call; the turn records the server and the latency, and a tool-side error becomes the error."""
+        turn["server"] = tool.server
+        start = time.perf_counter()
+        try:
+            result = await ctx.mcp_call(tool.source, tool.remote, kwargs)
+        finally:
+            turn["latency_s"] = round(time.perf_counter() - start, 4)
+        if result.is_error:
+            raise NodeError(f"tool {tool.name!r} failed: {result.text}"[:2000], kind="tool_error")
+        return result.text
+
     @staticmethod
-    def _bind(tool: tooling.Tool, arguments: Any) -> dict[str, Any]:
+    def _bind(tool: tooling.AnyTool, arguments: Any) -> dict[str, Any]:
         """A JSON object is the keyword arguments; other text goes to a tool's only parameter."""
         if isinstance(arguments, dict):
             return arguments
@@ -172,14 +221,14 @@ class Agent(Node):
             raise NodeError(f"write the input as a JSON object with keys {params}", kind="bad_input")
         return {params[0]: text.strip("\"'`")}
 
-    def _preamble(self, tools: dict[str, tooling.Tool]) -> str:
+    def _preamble(self, tools: dict[str, tooling.AnyTool]) -> str:
         listed = "\n".join(f"- {tooling.summary(name, tool)}" for name, tool in tools.items())
         return f"{self.config.instructions}\n\nTools:\n{listed}".strip()
 
     async def _text(
         self,
         task: str,
-        tools: dict[str, tooling.Tool],
+        tools: dict[str, tooling.AnyTool],
         ctx: NodeContext,
         turns: list[dict[str, Any]],
         past: list[Message],
@@ -212,14 +261,14 @@ class Agent(Node):
                 continue
             given = _INPUT.search(reply, action.end())
             name, arguments = _parse_action(action.group(1).strip(), given.group(1).strip() if given else None, tools)
-            observation = await self._use(name, arguments, tools, turn)
+            observation = await self._use(name, arguments, tools, turn, ctx)
             transcript += f"Action: {name}\nInput: {arguments}\nObservation: {observation}\n"
         return None
 
     async def _functions(
         self,
         task: str,
-        tools: dict[str, tooling.Tool],
+        tools: dict[str, tooling.AnyTool],
         ctx: NodeContext,
         turns: list[dict[str, Any]],
         past: list[Message],
@@ -238,7 +287,7 @@ class Agent(Node):
             for call in reply.calls:
                 turn: dict[str, Any] = {"turn": number, "reply": reply.text}
                 turns.append(turn)
-                observation = await self._use(call.name, call.arguments, tools, turn)
+                observation = await self._use(call.name, call.arguments, tools, turn, ctx)
                 results.append(f"{call.name}({json.dumps(call.arguments)}) returned: {observation}")
             # Results go back as plain messages, which every provider accepts after any reply.
             messages += [Message("assistant", reply.text or "Calling tools."), Message("user", "\n".join(results))]

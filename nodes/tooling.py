@@ -1,4 +1,5 @@
-"""Calling Python tools from nodes: arguments typed by the function's signature, JSON results."""
+"""Calling tools from nodes: Python functions (arguments typed by the signature, JSON results)
+and MCP tools (typed by the JSON Schema their server lists)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from studio.node import ANY, NodeError, PortType, from_annotation
+from studio.node import ANY, McpTool, NodeError, PortType, from_annotation
 
 Tool = Callable[..., Any]
+AnyTool = Tool | McpTool
+_JSON_TYPES = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "object": "dict"}
+
+
+def schema_port(schema: Any) -> PortType:
+    """The port type of a JSON Schema (`any` for what the port types cannot say)."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind == "array":
+        return PortType("list", schema_port(schema.get("items")) if isinstance(schema.get("items"), dict) else None)
+    return PortType(_JSON_TYPES[kind]) if isinstance(kind, str) and kind in _JSON_TYPES else ANY
 
 
 def _hints(tool: Tool) -> dict[str, Any]:
@@ -29,8 +40,11 @@ def _parameters(tool: Tool) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(tool).parameters.values() if p.kind in kinds]
 
 
-def input_ports(tool: Tool) -> dict[str, PortType]:
-    """Parameter name → port type, from the annotations (`any` where there is none)."""
+def input_ports(tool: AnyTool) -> dict[str, PortType]:
+    """Parameter name → port type, from the annotations (`any` where there is none) or the MCP schema."""
+    if isinstance(tool, McpTool):
+        properties = tool.input_schema.get("properties")
+        return {k: schema_port(v) for k, v in properties.items()} if isinstance(properties, dict) else {}
     hints = _hints(tool)
     return {p.name: from_annotation(hints[p.name]) if p.name in hints else ANY for p in _parameters(tool)}
 
@@ -59,20 +73,23 @@ def arguments_model(tool: Tool) -> type[BaseModel]:
     )
 
 
-def summary(name: str, tool: Tool) -> str:
+def _doc(tool: AnyTool) -> str:
+    return (tool.description if isinstance(tool, McpTool) else inspect.getdoc(tool) or "").strip()
+
+
+def summary(name: str, tool: AnyTool) -> str:
     """`name(a: int, b: str): first docstring line`, how a model is told about a tool."""
     ports = input_ports(tool)
     params = ", ".join(f"{p}: {t}" for p, t in ports.items())
-    doc = (inspect.getdoc(tool) or "").strip().splitlines()
+    doc = _doc(tool).splitlines()
     return f"{name}({params})" + (f": {doc[0]}" if doc else "")
 
 
-def function_schema(name: str, tool: Tool) -> dict[str, Any]:
+def function_schema(name: str, tool: AnyTool) -> dict[str, Any]:
     """The OpenAI-style function schema providers' function calling takes."""
-    schema = arguments_model(tool).model_json_schema()
+    schema = dict(tool.input_schema) if isinstance(tool, McpTool) else arguments_model(tool).model_json_schema()
     schema.pop("title", None)
-    doc = (inspect.getdoc(tool) or "").strip()
-    return {"type": "function", "function": {"name": name, "description": doc, "parameters": schema}}
+    return {"type": "function", "function": {"name": name, "description": _doc(tool), "parameters": schema}}
 
 
 async def call(name: str, tool: Tool, arguments: dict[str, Any], timeout_s: float | None = None) -> Any:

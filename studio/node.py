@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from studio.errors import NodeError, OutputError, TemplateError
 from studio.flow import templates
 from studio.flow.template_vars import MISSING, optional_variables
+from studio.mcp.spec import McpResult, McpServer, McpTool
+from studio.mcp.spec import refuse_command as refuse_mcp_command
 from studio.models.base import Completion, Message
 from studio.tools import registered_tool
 from studio.types import ANY, ChatTurn, Messages, PortType, from_annotation, parse_type
@@ -27,6 +29,10 @@ __all__ = [
     "ChatTurn",
     "Completion",
     "FlowCaller",
+    "McpClient",
+    "McpResult",
+    "McpServer",
+    "McpTool",
     "Message",
     "Messages",
     "Node",
@@ -44,6 +50,7 @@ __all__ = [
     "evaluate",
     "from_annotation",
     "parse_type",
+    "refuse_mcp_command",
     "registered_tool",
     "render",
     "sub_flow_signature",
@@ -124,6 +131,22 @@ NO_VALUE: Any = object()
 OPTIONAL_ANY = PortType("any", optional=True)
 
 
+class McpClient(Protocol):
+    """The run's MCP sessions (`studio.mcp.sessions.McpSessions`): one per server per run."""
+
+    async def tools(self, server: McpServer, cwd: Path) -> list[McpTool]: ...
+
+    async def call(self, server: McpServer, tool: str, arguments: dict[str, Any], cwd: Path) -> McpResult: ...
+
+
+class _NoMcp:
+    async def tools(self, server: McpServer, cwd: Path) -> list[McpTool]:
+        raise NodeError("MCP servers are only reachable inside a run", kind="no_mcp")
+
+    async def call(self, server: McpServer, tool: str, arguments: dict[str, Any], cwd: Path) -> McpResult:
+        raise NodeError("MCP servers are only reachable inside a run", kind="no_mcp")
+
+
 @dataclass
 class NodeContext:
     """What a running node may use."""
@@ -143,6 +166,16 @@ class NodeContext:
     extra: dict[str, Any] = field(default_factory=dict)
     tools: Mapping[str, Callable[..., Any]] = field(default_factory=dict)
     """The flow's `tools:` section, resolved (`studio.tools.resolve_tools`)."""
+    mcp: McpClient = field(default_factory=_NoMcp)
+    """The run's MCP sessions; nodes use `mcp_tools` and `mcp_call`."""
+
+    async def mcp_tools(self, server: McpServer) -> list[McpTool]:
+        """The tools of `server` (connected on first use in the run, listed once per run)."""
+        return await self.mcp.tools(server, self.flow_dir)
+
+    async def mcp_call(self, server: McpServer, tool: str, arguments: dict[str, Any]) -> McpResult:
+        """Call one tool of `server` by its name there; failures to call raise NodeError."""
+        return await self.mcp.call(server, tool, arguments, self.flow_dir)
 
     def tool(self, name: str) -> Callable[..., Any]:
         """The tool `name`: from the flow's `tools:` section, else the `flowstudio.tools` entry points."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any
 
 import click
@@ -37,10 +38,22 @@ from studio.cli.common import (
     help="Swap a model alias, e.g. default=scripted/script.yaml.",
 )
 @click.option("--stream", is_flag=True, help="Print LLM nodes' tokens to stderr as they arrive.")
+@click.option(
+    "--otlp",
+    default=None,
+    metavar="URL",
+    help="Export the run as OpenTelemetry spans to this OTLP/HTTP collector (default $OTEL_EXPORTER_OTLP_ENDPOINT).",
+)
 @run_options
 @friendly
 def run(
-    flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], stream: bool, **flags: Any
+    flow: str,
+    inputs: tuple[str, ...],
+    inputs_file: Any,
+    models: tuple[str, ...],
+    stream: bool,
+    otlp: str | None,
+    **flags: Any,
 ) -> None:
     """Run a flow headless and record it in the store.
 
@@ -48,6 +61,8 @@ def run(
     """
     from studio.runtime.runner import run_flow_async
 
+    if otlp:
+        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp  # read by the runner, for this process only
     given = json.load(inputs_file) if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")

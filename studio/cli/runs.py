@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from studio.cli.common import (
+    EXIT_FAILED,
     db_option,
     friendly,
     json_option,
@@ -35,18 +38,33 @@ def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_js
 
 
 @click.command()
-@click.argument("run_id")
+@click.argument("run_ids", nargs=-1, required=True, metavar="RUN_ID | export RUN_ID...")
+@click.option(
+    "--otlp",
+    default=None,
+    metavar="URL",
+    help="With `export`: the OTLP/HTTP collector, e.g. http://127.0.0.1:6006 (default $OTEL_EXPORTER_OTLP_ENDPOINT).",
+)
 @db_option
 @json_option
 @friendly
-def trace(run_id: str, db: str | None, as_json: bool) -> None:
-    """Show a run's steps: inputs, outputs, tokens, cost, errors.
+def trace(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: bool) -> None:
+    """Show a run's steps: inputs, outputs, tokens, cost, errors; or send stored runs as OpenTelemetry spans.
+
+    `flowstudio trace export RUN_ID... --otlp URL` exports each run (its steps, model calls and
+    tool calls) to an OTLP collector such as Phoenix, Jaeger or Langfuse.
 
     Example: flowstudio trace 3f2a9c1d0b7e4a55 --json
     """
     from studio.cli.reports import print_trace, step_row
     from studio.errors import InputError
 
+    if run_ids[0] == "export":
+        _export(run_ids[1:], otlp, db, as_json)
+        return
+    if len(run_ids) > 1:
+        raise InputError("give one RUN_ID (or `trace export RUN_ID... --otlp URL`)", field="RUN_ID")
+    run_id = run_ids[0]
     store = open_store(db)
     record = store.get_run(run_id)
     if record is None:
@@ -56,3 +74,32 @@ def trace(run_id: str, db: str | None, as_json: bool) -> None:
         print_json([step_row(s) for s in steps])
     else:
         print_trace(record, steps, store.calls(run_id))
+
+
+def _export(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: bool) -> None:
+    from studio.errors import InputError
+    from studio.telemetry.setup import endpoint_from_env, missing_extra, traces_url
+
+    url = traces_url(otlp) if otlp else endpoint_from_env()
+    if not url:
+        raise InputError("give --otlp URL or set OTEL_EXPORTER_OTLP_ENDPOINT", field="--otlp")
+    if not run_ids:
+        raise InputError("name the runs to export: trace export RUN_ID...", field="RUN_ID")
+    try:
+        from studio.telemetry.stored import export_runs, gather
+    except ImportError:
+        raise InputError(missing_extra(), field="--otlp") from None
+    store = open_store(db)
+    runs = []
+    for run_id in run_ids:
+        found = gather(store, run_id)
+        if found is None:
+            raise InputError(f"no run {run_id!r} in {store.path}", field="RUN_ID")
+        runs.append(found)
+    exported, failures = export_runs(runs, url)
+    if as_json:
+        print_json({"runs": list(run_ids), "spans": exported, "failed_batches": failures, "endpoint": url})
+    else:
+        click.echo(f"exported {exported} spans of {len(runs)} run(s) to {url}")
+    if failures:
+        sys.exit(EXIT_FAILED)

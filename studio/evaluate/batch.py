@@ -33,6 +33,7 @@ from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import ExperimentRecord, RunRecord, Store, new_id
 from studio.store.memory import MemoryStore
+from studio.telemetry import hooks_from_env
 
 KIND = "batch"
 DEFAULT_CONCURRENCY = 8
@@ -163,7 +164,8 @@ class LocalExecutor:
         options: RunOptions,
         concurrency: int,
     ) -> AsyncIterator[tuple[Example, Outcome]]:
-        engine = Engine(self.store)
+        exporters = hooks_from_env()  # OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set
+        engine = Engine(self.store, hooks=exporters)
         pending = iter(examples)
         finished: asyncio.Queue[tuple[Example, Outcome]] = asyncio.Queue()
 
@@ -179,6 +181,8 @@ class LocalExecutor:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            for exporter in exporters:
+                exporter.close()
 
 
 async def _run_one(engine: Engine, plan: Plan, example: Example, experiment_id: str, options: RunOptions) -> Outcome:

@@ -20,6 +20,7 @@ from studio.errors import FlowError, InputError, NodeError
 from studio.flow import templates
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
 from studio.flow.spec import Flow, load_flow
+from studio.mcp.sessions import McpSessions
 from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
@@ -156,6 +157,8 @@ class _Shared:
     copy_finished: bool = False
     supplied: dict[str, Any] = field(default_factory=dict)
     summaries: list[StepSummary] = field(default_factory=list)
+    mcp: McpSessions = field(default_factory=McpSessions)
+    """The run's MCP sessions, closed when the run ends."""
 
 
 class _Graph:
@@ -334,7 +337,7 @@ class _Graph:
             step.node, step.status, step.attempt, step.tokens, step.cost_usd, round(seconds, 4), step.error
         )
         self.shared.summaries.append(summary)
-        self.shared.engine.emit("step_finished", run_id=self.shared.run.run_id, step=step, seconds=seconds)
+        self.shared.engine.emit("step_finished", run_id=self.shared.run.run_id, step=step, seconds=seconds, calls=calls)
 
     async def _attempts(
         self, node: PlanNode, path: str, values: dict[str, Any], calls: list[CallRecord]
@@ -368,6 +371,7 @@ class _Graph:
             call_flow=SubFlows(self, path).call,
             supplied=self.shared.supplied.get(path, NO_VALUE),
             tools=self.tools,
+            mcp=self.shared.mcp,
         )
         try:
             outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
@@ -527,9 +531,12 @@ class Engine:
 
     async def _execute(self, shared: _Shared, plan: Plan, tools: dict[str, Callable[..., Any]]) -> RunResult:
         run_id = shared.run.run_id
-        self.emit("run_started", run_id=run_id, plan=plan)
+        self.emit("run_started", run_id=run_id, plan=plan, run=shared.run)
         graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
-        await graph.execute()
+        try:
+            await graph.execute()
+        finally:
+            await shared.mcp.close()
         status: RunStatus = "succeeded"
         error, outputs = None, None
         if graph.failure:
@@ -539,7 +546,7 @@ class Engine:
         else:
             outputs = graph.outputs()
         final = self.store.finish_run(run_id, status=status, outputs=outputs, error=error)
-        self.emit("run_finished", run_id=run_id, status=status)
+        self.emit("run_finished", run_id=run_id, status=status, run=final)
         return RunResult(
             final.run_id, final.status, final.outputs, final.error, final.tokens, final.cost_usd, shared.summaries
         )

@@ -12,6 +12,7 @@ from studio.flow.spec import load_flow
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
 from studio.store import SQLiteStore, default_db_path
+from studio.telemetry import hooks_from_env
 
 
 @asynccontextmanager
@@ -19,10 +20,15 @@ async def _engine(
     db: str | Path | None, max_concurrency: int | None, hooks: list[Hook] | None
 ) -> AsyncIterator[Engine]:
     store = SQLiteStore(Path(db) if db else default_db_path())
+    exporters = hooks_from_env()  # OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:
-        yield Engine(store, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, hooks=hooks)
+        yield Engine(
+            store, max_concurrency=max_concurrency or DEFAULT_MAX_CONCURRENCY, hooks=[*(hooks or []), *exporters]
+        )
     finally:
         store.close()
+        for exporter in exporters:
+            exporter.close()
 
 
 async def run_flow_async(

@@ -1,0 +1,1 @@
+"""MCP client side: the server settings a flow names, the user's stdio allowlist, run-scoped sessions."""

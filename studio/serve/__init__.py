@@ -1,0 +1,1 @@
+"""Serving flows to other programs: the HTTP API and the MCP server."""

@@ -1,0 +1,155 @@
+"""`flowstudio mcp serve PATH`: every flow under PATH is an MCP tool, on the official `mcp` SDK.
+
+A tool's input schema comes from the flow's typed inputs and its output schema from the
+types of its outputs, so a client gets structured results it can check. A call is a run
+like any other (stored, resumable, traced, exported when OTLP is configured); while it runs,
+each finished step is sent as a progress notification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from pydantic import TypeAdapter
+
+from studio.errors import FlowError, InputError
+from studio.export.writer import _output_types
+from studio.flow.spec import load_flow
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.runner import run_flow_async
+from studio.types import PortType
+
+RUN_ID_META = "flowstudio/run_id"
+"""The `_meta` key of a result that names the stored run."""
+
+
+@dataclass(frozen=True)
+class FlowTool:
+    """One flow, as an MCP tool."""
+
+    path: Path
+    plan: Plan
+
+    @property
+    def name(self) -> str:
+        return self.plan.flow.spec.name
+
+    def schema(self) -> types.Tool:
+        return types.Tool(
+            name=self.name,
+            description=self.plan.flow.spec.description or f"Run the flow {self.name}.",
+            input_schema=input_schema(self.plan),
+            output_schema=output_schema(self.plan),
+        )
+
+
+def _port_schema(port: PortType) -> dict[str, Any]:
+    schema: dict[str, Any] = TypeAdapter(port.python()).json_schema()
+    return schema
+
+
+def input_schema(plan: Plan) -> dict[str, Any]:
+    """JSON Schema of the flow's inputs: their types, descriptions and defaults."""
+    properties: dict[str, Any] = {}
+    for name, spec in plan.inputs.items():
+        prop = _port_schema(plan.input_types[name])
+        if spec.description:
+            prop["description"] = spec.description
+        if not spec.required and spec.default is not None:
+            prop["default"] = spec.default
+        properties[name] = prop
+    required = [n for n, s in plan.inputs.items() if s.required]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def output_schema(plan: Plan) -> dict[str, Any]:
+    """JSON Schema of the flow's outputs (an output that may be skipped is nullable)."""
+    ports = _output_types(plan)
+    properties = {name: _port_schema(port) for name, port in ports.items()}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def flow_files(path: Path) -> list[Path]:
+    """PATH itself, or the flow files in the folder PATH (layout sidecars left out)."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise InputError(f"{path} is neither a flow file nor a folder", field="PATH")
+    return sorted(p for p in path.glob("*.y*ml") if not p.name.endswith((".layout.yaml", ".layout.yml")))
+
+
+def load_tools(path: Path) -> dict[str, FlowTool]:
+    """Compile every flow under PATH (nothing runs); raises FlowError on a bad one or a name used twice."""
+    tools: dict[str, FlowTool] = {}
+    for file in flow_files(path):
+        plan = compile_flow(load_flow(file))
+        name = plan.flow.spec.name
+        if name in tools:
+            raise InputError(f"two flows are named {name!r}: {tools[name].path} and {file}", file=str(file))
+        tools[name] = FlowTool(file, plan)
+    if not tools:
+        raise InputError(f"no flow files in {path}", field="PATH")
+    return tools
+
+
+async def call_flow(tool: FlowTool, arguments: dict[str, Any], db: str | None, progress: Any) -> types.CallToolResult:
+    """Run the flow; finished steps are reported through `progress(done, total, message)`."""
+    total, done, sent = float(len(tool.plan.nodes)), [0], []
+
+    def on_step(*, event: str, **details: Any) -> None:
+        if event == "step_finished" and "." not in details["step"].node:
+            done[0] += 1
+            message = f"{details['step'].node}: {details['step'].status}"
+            sent.append(asyncio.ensure_future(progress(float(done[0]), total, message)))
+
+    try:
+        result = await run_flow_async(tool.path, arguments, db=db, hooks=[on_step])
+    except FlowError as err:
+        return types.CallToolResult(content=[types.TextContent(type="text", text=str(err))], is_error=True)
+    finally:
+        await asyncio.gather(*sent, return_exceptions=True)
+    failed = result.status != "succeeded"
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(result.as_json(), ensure_ascii=False))],
+        structured_content=None if failed else result.outputs,
+        is_error=failed,
+        _meta={RUN_ID_META: result.run_id},
+    )
+
+
+def build_server(tools: dict[str, FlowTool], db: str | None) -> Server[Any]:
+    """The MCP server: `tools/list` gives every flow, `tools/call` runs one."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[t.schema() for t in tools.values()])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = tools.get(params.name)
+        if tool is None:
+            text = f"no flow named {params.name!r}; flows: {sorted(tools)}"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+        return await call_flow(tool, dict(params.arguments or {}), db, ctx.session.report_progress)
+
+    return Server("flowstudio", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client over stdin/stdout (stdout carries protocol messages only)."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_http(server: Server[Any], host: str, port: int) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted."""
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

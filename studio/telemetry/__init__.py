@@ -1,0 +1,10 @@
+"""OpenTelemetry export of runs: live through the engine's hooks, or from stored records.
+
+Spans carry the GenAI semantic conventions and the OpenInference ones, so Phoenix, Langfuse,
+Jaeger or any OTLP collector can read them. Nothing here is imported unless an endpoint is
+configured (`OTEL_EXPORTER_OTLP_ENDPOINT`, `--otlp URL`); the engine never imports it.
+"""
+
+from studio.telemetry.setup import ENDPOINT_ENV, capture_content, endpoint_from_env, hooks_from_env
+
+__all__ = ["ENDPOINT_ENV", "capture_content", "endpoint_from_env", "hooks_from_env"]
