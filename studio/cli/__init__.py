@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import evaluate, export, flows, index, launch, models, optimize, running, runs
+from studio.cli import evaluate, export, flows, index, launch, models, optimize, running, runs, serve
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,6 +37,7 @@ for command in (
     launch.studio,
     index.index,
     export.export,
+    serve.serve,
 ):
     main.add_command(command)
 

@@ -194,6 +194,11 @@ def _skippable(plan: Plan) -> set[str]:
     return found
 
 
+def output_types(plan: Plan) -> dict[str, PortType]:
+    """Each flow output's type, as the exported `Outputs` and the server's schemas declare it."""
+    return _output_types(plan)
+
+
 def _output_types(plan: Plan) -> dict[str, PortType]:
     """Each flow output's type; optional where the node it reads may be skipped (then it is null)."""
     skippable = _skippable(plan)
