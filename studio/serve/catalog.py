@@ -14,6 +14,7 @@ from pathlib import Path
 from studio.errors import FlowError, InputError
 from studio.export.writer import output_types
 from studio.flow.spec import Flow, load_flow_text
+from studio.models import client_for
 from studio.runtime.compiler import Plan, compile_flow
 from studio.serve import schemas
 from studio.types import PortType
@@ -103,9 +104,15 @@ class Catalog:
             if len(self._plans) >= MAX_OVERRIDE_PLANS:
                 self._plans.clear()
             try:
-                self._plans[key] = compile_flow(served.flow, models)
+                plan = compile_flow(served.flow, models)
             except FlowError as err:
                 raise InputError(f"models: {err.message}", field="models") from None
+            for alias in sorted(models):
+                try:
+                    client_for(plan.models[alias], plan.flow.base_dir)
+                except FlowError as err:
+                    raise InputError(f"models.{alias}: {err.message}", field=f"models.{alias}") from None
+            self._plans[key] = plan
         return self._plans[key]
 
     def _load(self, file: Path) -> ServedFlow | None:

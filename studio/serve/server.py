@@ -66,6 +66,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
+        sock.listen(2048)  # from now on connections wait for the app: the printed URL is good at once
     except OSError as err:
         sock.close()
         raise InputError(f"cannot listen on {host}:{port}: {err.strerror}", field="--port") from None
