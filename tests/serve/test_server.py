@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import openai
 import pytest
 from httpx_sse import ServerSentEvent, connect_sse
 
+from studio.export import export_flow
 from studio.models.scripted import LEDGER_ENV
 from tests.conftest import FLOWSTUDIO, ROOT
 from tests.serve.conftest import Server, serve_command
@@ -313,3 +316,46 @@ def test_kill_9_mid_background_run_and_restart_finishes_it_from_its_checkpoints(
     assert [json.loads(e.data)["node"] for e in replayed if e.event == "step_finished"] == [
         s["node"] for s in trace[len(before) :]
     ]
+
+
+def test_200_concurrent_requests_no_errors_no_lost_runs(server: Server) -> None:
+    async def hammer() -> list[httpx.Response]:
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
+        async with httpx.AsyncClient(base_url=server.url, timeout=120, limits=limits) as client:
+            requests = [
+                client.post("/flows/reply/runs", json={"inputs": {"question": f"question {n}"}}) for n in range(150)
+            ]
+            requests += [
+                client.post("/flows/reply/runs", json={"inputs": {"question": f"later {n}"}, "mode": "background"})
+                for n in range(50)
+            ]
+            return await asyncio.gather(*requests)
+
+    answers = asyncio.run(hammer())
+    assert [a.status_code for a in answers] == [200] * 150 + [202] * 50
+    run_ids = [a.json()["run_id"] for a in answers]
+    assert len(set(run_ids)) == 200
+    assert all(a.json()["status"] == "succeeded" for a in answers[:150])
+    with server.client() as client:
+        for run_id in run_ids[150:]:
+            wait_for(lambda run_id=run_id: client.get(f"/runs/{run_id}").json()["status"] == "succeeded")
+    db = Path(server.command[server.command.index("--db") + 1])
+    stored = {r["run_id"]: r["status"] for r in cli("runs", "--limit", "1000", db=db)}
+    assert all(stored.get(run_id) == "succeeded" for run_id in run_ids)
+
+
+def test_an_exported_package_serves_its_flow(tmp_path: Path, flows_dir: Path) -> None:
+    done = export_flow(flows_dir / "reply.yaml", tmp_path / "package", name="reply_pkg")
+    env = {"PYTHONPATH": str(done.out)}
+    command = [sys.executable, "-m", "reply_pkg", "serve", "--port", "0", "--db", str(tmp_path / "runs.db")]
+    package = Server(command, env=env, cwd=tmp_path).start()
+    try:
+        with package.client() as client:
+            assert [f["name"] for f in client.get("/flows").json()] == ["reply"]
+            run = client.post("/flows/reply/runs", json={"inputs": {"question": "packaged?"}}).json()
+            assert run["status"] == "succeeded" and run["outputs"] == {"answer": "Paris is the capital of France."}
+            assert client.post("/flows/reply/runs", json={"inputs": {}}).status_code == 422
+            body = {"inputs": {"question": "streamed"}, "mode": "stream"}
+            assert events_of(client, "POST", "/flows/reply/runs", json=body)[-1].event == "run_finished"
+    finally:
+        package.stop()
