@@ -68,7 +68,7 @@ class RunTask:
             self.channel.after(event, {"run_id": details["run_id"], **{k: details[k] for k in keep}})
         elif event == "step_finished":
             self.channel.row(step_data(details["run_id"], details["step"]))
-        elif event == "run_finished":
+        elif event == "run_finished" and self.channel.listeners:
             run_id = details["run_id"]
             record = store.get_run(run_id)
             if record is not None:
