@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.cli.reports import step_row
 from studio.errors import FlowError, InputError
-from studio.runtime.engine import Engine, RunOptions, prepare_inputs
+from studio.runtime.engine import Engine, RunOptions
 from studio.serve import chat
 from studio.serve.catalog import Catalog, NotFound
 from studio.serve.events import Event, parse_id, run_object
@@ -136,7 +136,6 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         """Run a flow: `wait` answers 200 and the run, `stream` server-sent events, `background` 202."""
         served = catalog.get(name)
         plan = catalog.plan(served, body.models)
-        prepare_inputs(plan, body.inputs)
         options = RunOptions(models=dict(body.models))
 
         async def begin(engine: Engine) -> Any:

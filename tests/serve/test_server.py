@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -359,3 +360,60 @@ def test_an_exported_package_serves_its_flow(tmp_path: Path, flows_dir: Path) ->
             assert events_of(client, "POST", "/flows/reply/runs", json=body)[-1].event == "run_finished"
     finally:
         package.stop()
+
+
+def test_events_follow_a_run_the_cli_drives_in_the_same_store(server: Server, tmp_path: Path) -> None:
+    script = tmp_path / "slow.yaml"
+    script.write_text("script:\n  - {reply: 'slowly', delay_s: 1.0}\n")
+    db = Path(server.command[server.command.index("--db") + 1])
+    flow = Path(server.command[2]) / "steps.yaml"
+    command = [
+        FLOWSTUDIO,
+        "run",
+        str(flow),
+        "-i",
+        "topic=cli",
+        "--model",
+        f"default=scripted/{script}",
+        "--db",
+        str(db),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+
+        def newest_running() -> str | None:
+            with sqlite3.connect(db) as conn:
+                row = conn.execute("SELECT run_id FROM runs WHERE status = 'running' AND flow = 'steps'").fetchone()
+            return row[0] if row else None
+
+        run_id = wait_for(newest_running, timeout=60)
+        with server.client() as client:
+            events = events_of(client, "GET", f"/runs/{run_id}/events")
+    finally:
+        process.wait(timeout=60)
+    assert [e.event for e in events if e.event != "step_started"] == ["run_started"] + ["step_finished"] * 3 + [
+        "run_finished"
+    ]
+    assert json.loads(events[-1].data)["outputs"] == {"final": "slowly", "count": 2}
+
+
+def test_a_stopped_server_leaves_its_background_runs_to_the_next_start(tmp_path: Path, flows_dir: Path) -> None:
+    db = tmp_path / "runs.db"
+    first = Server(serve_command(flows_dir, db)).start()
+    try:
+        with first.client() as client:
+            body = {"inputs": {"topic": "graceful"}, "mode": "background"}
+            run_id = client.post("/flows/steps/runs", json=body).json()["run_id"]
+            wait_for(lambda: client.get(f"/runs/{run_id}/trace").json())
+    finally:
+        first.stop()
+    assert first.process is not None and first.process.returncode == -15  # uvicorn re-raises SIGTERM once stopped
+    assert cli("runs", db=db)[0]["status"] == "running"
+    second = Server(serve_command(flows_dir, db)).start()
+    try:
+        with second.client() as client:
+            wait_for(lambda: client.get(f"/runs/{run_id}").json()["status"] == "succeeded")
+            trace = client.get(f"/runs/{run_id}/trace").json()
+    finally:
+        second.stop()
+    assert [s["node"] for s in trace] == ["first", "second", "third"]
