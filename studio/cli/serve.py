@@ -7,16 +7,17 @@ import sys
 import click
 
 from studio.cli.common import db_option, friendly
-
-DEFAULT_MAX_RUNS = 64
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 
 @click.command()
 @click.argument("path", type=click.Path(exists=True))
 @click.option(
-    "--host", default="127.0.0.1", show_default=True, help="Address to bind; a non-loopback one needs --token-env."
+    "--host", default=DEFAULT_HOST, show_default=True, help="Address to bind; a non-loopback one needs --token-env."
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any free one).")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True, help="Port (0: any free one)."
+)
 @db_option
 @click.option(
     "--token-env",

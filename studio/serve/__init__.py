@@ -1,13 +1,14 @@
 """Every flow as a durable HTTP service: `flowstudio serve PATH` (FastAPI on uvicorn).
 
 Runs go to the CLI's SQLite store; streaming is server-sent events relayed from the engine's
-hooks and replayed from the store; background runs survive a killed server. Needs the `serve`
-extra (fastapi, uvicorn); nothing below this package imports it.
+hooks and replayed from the store; background runs survive a killed server. The app is
+`studio.serve.app.create_app`, the command `studio.serve.server.serve`; both need the `serve`
+extra (fastapi, uvicorn), so this package imports neither on its own.
 """
 
 from __future__ import annotations
 
-from studio.serve.app import create_app
-from studio.serve.server import serve
-
-__all__ = ["create_app", "serve"]
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_MAX_RUNS = 64
+"""Runs executing at once (`--max-concurrency`); more wait for a slot."""

@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from studio.cli.reports import step_row
 from studio.errors import FlowError, InputError
 from studio.runtime.engine import Engine, RunOptions
-from studio.serve import chat
+from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
 from studio.serve.events import Event, parse_id, run_object
 from studio.serve.manager import Mode, NotNow, RunManager, Start
@@ -32,7 +32,6 @@ from studio.serve.schemas import add_flow_paths
 from studio.store import SQLiteStore
 
 log = logging.getLogger("flowstudio.serve")
-DEFAULT_MAX_RUNS = 64
 OPEN_PATHS = {"/healthz"}
 
 
@@ -224,8 +223,10 @@ def sse(events: AsyncIterator[Event | None]) -> StreamingResponse:
 def _location(field: str | None) -> list[str]:
     if field is None:
         return ["body"]
-    if field in ("--value", "RUN_ID"):
+    if field == "--value":
         return ["body", "values"]
+    if field == "RUN_ID":
+        return ["path", "run_id"]
     if field == "Last-Event-ID":
         return ["header", "Last-Event-ID"]
     return ["body", *field.split(".")]

@@ -72,7 +72,7 @@ class Catalog:
         self.path = Path(path).resolve()
         self._by_file: dict[Path, ServedFlow] = {}
         self._broken: dict[Path, str] = {}
-        self._plans: dict[tuple[str, tuple[tuple[str, str], ...]], Plan] = {}
+        self._plans: dict[tuple[Path, str, tuple[tuple[str, str], ...]], Plan] = {}
 
     def files(self) -> list[Path]:
         if self.path.is_file():
@@ -99,7 +99,7 @@ class Catalog:
         """The flow compiled with model overrides (cached per file version and overrides)."""
         if not models:
             return served.plan
-        key = (served.hash, tuple(sorted(models.items())))
+        key = (served.path, served.hash, tuple(sorted(models.items())))
         if key not in self._plans:
             if len(self._plans) >= MAX_OVERRIDE_PLANS:
                 self._plans.clear()

@@ -11,14 +11,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from studio.errors import FlowError
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 EXIT_BAD_INPUT = 2
 
 
 def console(flow_file: str | Path, *, prog: str, argv: Sequence[str] | None = None) -> int:
     """Serve `flow_file` until interrupted; returns the exit code (2 on bad input)."""
-    from studio.serve.app import DEFAULT_MAX_RUNS
-    from studio.serve.server import DEFAULT_HOST, DEFAULT_PORT, serve
+    try:
+        from studio.serve.server import serve
+    except ImportError as err:
+        print(f"error: {err.name} is missing: pip install 'flowstudio[serve]'", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
     parser = argparse.ArgumentParser(
         prog=prog,

@@ -9,12 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from studio.errors import InputError
-from studio.serve.app import DEFAULT_MAX_RUNS, create_app
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
+from studio.serve.app import create_app
 from studio.serve.catalog import Catalog
 from studio.store import default_db_path
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8000
 
 
 def is_loopback(host: str) -> bool:

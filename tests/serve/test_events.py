@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,9 @@ async def test_cancel_records_cancelled_and_no_step_for_the_interrupted_node(man
     await asyncio.sleep(0.8)
     assert [s.node for s in manager.store.steps(run_id)] == ["first"]
     assert run_id not in manager.active
+
+
+def test_the_cli_and_the_package_import_no_web_framework() -> None:
+    code = "import sys, studio.cli, studio.serve, studio.serve.console; print([m for m in ('fastapi', 'uvicorn', 'starlette') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
