@@ -123,6 +123,7 @@ def start_promptflow(engine: str, home: Path) -> Target:
 async def level(target: Target, concurrency: int, total: int) -> dict[str, Any]:
     """`total` requests with `concurrency` in flight; latency of each, throughput of all."""
     latencies: list[float] = []
+    samples: list[str] = []
     errors = 0
     counter = iter(range(total))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -132,13 +133,17 @@ async def level(target: Target, concurrency: int, total: int) -> dict[str, Any]:
             nonlocal errors
             for n in counter:
                 start = time.perf_counter()
+                problem = None
                 try:
                     answer = await client.post(target.path, json=target.body(n))
-                    ok = answer.status_code == 200 and target.headline(answer.json()) == EXPECTED
-                except (httpx.HTTPError, KeyError, ValueError):
-                    ok = False
+                    if answer.status_code != 200 or target.headline(answer.json()) != EXPECTED:
+                        problem = f"{answer.status_code}: {answer.text[:200]}"
+                except (httpx.HTTPError, KeyError, ValueError) as err:
+                    problem = f"{type(err).__name__}: {err}"
                 latencies.append(time.perf_counter() - start)
-                errors += not ok
+                if problem is not None:
+                    errors += 1
+                    samples.append(problem)
 
         began = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -151,6 +156,7 @@ async def level(target: Target, concurrency: int, total: int) -> dict[str, Any]:
         "rps": round(total / wall, 1),
         "p50_ms": round(statistics.median(latencies) * 1000, 2),
         "p95_ms": round(latencies[int(0.95 * (len(latencies) - 1))] * 1000, 2),
+        "error_samples": samples[:3],
     }
 
 

@@ -14,6 +14,10 @@ from studio.serve.app import create_app
 from studio.serve.catalog import Catalog
 from studio.store import default_db_path
 
+KEEP_ALIVE_S = 30
+"""How long an idle keep-alive connection stays open; uvicorn's 5 s default races busy clients'
+pooled connections (a request sent as the server closes the connection)."""
+
 
 def is_loopback(host: str) -> bool:
     """Whether every address `host` names is a loopback address."""
@@ -92,5 +96,7 @@ def serve(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     announce(f"Serving {count} flow{'s' if count != 1 else ''} at http://{shown}:{bound} (store {store_path})")
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S
+    )
     uvicorn.Server(config).run(sockets=[sock])
