@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import evaluate, export, flows, index, launch, mcp, models, optimize, running, runs
+from studio.cli import evaluate, export, flows, index, launch, mcp, models, optimize, running, runs, serve
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,6 +38,7 @@ for command in (
     index.index,
     export.export,
     mcp.mcp,
+    serve.serve,
 ):
     main.add_command(command)
 

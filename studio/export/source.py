@@ -308,8 +308,15 @@ def cli_module(package: Package) -> str:
         "\n"
         "\n"
         "def main(argv: Sequence[str] | None = None) -> int:\n"
-        f'    """`{package.script} --input NAME=VALUE ... [--model ALIAS=MODEL] [--db PATH] [--json]`."""\n'
-        f'    return console(FLOW_FILE, Inputs, prog="{package.script}", argv=argv)\n'
+        f'    """`{package.script} --input NAME=VALUE ... [--model ALIAS=MODEL] [--db PATH] [--json]`,\n'
+        f"    or `{package.script} serve [--port N] ...`: the flow as an HTTP service (`flowstudio serve`).\n"
+        '    """\n'
+        "    args = list(sys.argv[1:] if argv is None else argv)\n"
+        '    if args[:1] == ["serve"]:\n'
+        "        from studio.serve.console import console as serve\n"
+        "\n"
+        f'        return serve(FLOW_FILE, prog="{package.script} serve", argv=args[1:])\n'
+        f'    return console(FLOW_FILE, Inputs, prog="{package.script}", argv=args)\n'
         "\n"
         "\n"
         "def run_script() -> None:\n"

@@ -207,6 +207,11 @@ def _skippable(plan: Plan) -> set[str]:
     return found
 
 
+def output_types(plan: Plan) -> dict[str, PortType]:
+    """Each flow output's type, as the exported `Outputs` and the server's schemas declare it."""
+    return _output_types(plan)
+
+
 def _output_types(plan: Plan) -> dict[str, PortType]:
     """Each flow output's type; optional where the node it reads may be skipped (then it is null)."""
     skippable = _skippable(plan)
@@ -453,7 +458,7 @@ def _pyproject(flow: Flow, plan: Plan, package: str, distribution: str, embedded
     version = _flowstudio_version()
     summary = " ".join(flow.spec.description.split())[:200] or f"The {flow.spec.name} flow, exported by Flowstudio."
     dependencies = [f"flowstudio>={version}", *_node_distributions(plan)]
-    extras = {"test": ["pytest>=8"]}
+    extras = {"test": ["pytest>=8"], "serve": [f"flowstudio[serve]>={version}"]}
     if _uses_local(plan):
         extras["local"] = [f"flowstudio[local]>={version}"]
     data = ["py.typed", *(glob.escape(p.relative_to(package).as_posix()) for p in embedded)]
@@ -584,6 +589,15 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
         "```",
         "",
         "Exit codes: 0 ok, 1 the flow failed, 2 bad input, 3 waiting for human input.",
+        "",
+        "## HTTP service",
+        "",
+        "```sh",
+        f"pip install '.[serve]' && {distribution} serve --port 8000",
+        "```",
+        "",
+        f"Serves the flow with `flowstudio serve`'s contract: `POST /flows/{flow.spec.name}/runs` (modes wait,",
+        "stream, background), `GET /runs/{id}` and `/events`, resume, cancel, `/v1/chat/completions`.",
         "",
         "## Inputs",
         "",

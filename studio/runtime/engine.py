@@ -242,6 +242,16 @@ class _Graph:
         return {name: substitute(value, self.value) for name, value in self.plan.outputs.items()}
 
     async def execute(self) -> None:
+        """Run the graph; cancelled, it cancels its running nodes (they record no step) first."""
+        try:
+            await self._execute_nodes()
+        except asyncio.CancelledError:
+            for task in self.tasks:
+                task.cancel()
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+            raise
+
+    async def _execute_nodes(self) -> None:
         waiting = {n: set(p.deps) for n, p in self.plan.nodes.items()}
         dependents: dict[str, list[str]] = {n: [] for n in self.plan.nodes}
         for node_id, node in self.plan.nodes.items():
@@ -535,6 +545,10 @@ class Engine:
         graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
         try:
             await graph.execute()
+        except asyncio.CancelledError:
+            self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
+            self.emit("run_finished", run_id=run_id, status="cancelled")
+            raise
         finally:
             await shared.mcp.close()
         status: RunStatus = "succeeded"

@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-RunStatus = Literal["running", "succeeded", "failed", "waiting"]
+RunStatus = Literal["running", "succeeded", "failed", "waiting", "cancelled"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 
 

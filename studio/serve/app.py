@@ -1,0 +1,249 @@
+"""The FastAPI app: flows as HTTP endpoints, runs in the CLI's SQLite store.
+
+Routes: `GET /healthz`, `GET /flows`, `POST /flows/{name}/runs` (mode wait, stream or
+background), `GET /runs/{id}`, `GET /runs/{id}/events`, `POST /runs/{id}/resume`,
+`POST /runs/{id}/cancel`, `GET /runs/{id}/trace`, `POST /v1/chat/completions`, `GET /v1/models`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import FastAPI, Header, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from studio.cli.reports import step_row
+from studio.errors import FlowError, InputError
+from studio.runtime.engine import Engine, RunOptions
+from studio.serve import DEFAULT_MAX_RUNS, chat
+from studio.serve.catalog import Catalog, NotFound
+from studio.serve.events import Event, parse_id, run_object
+from studio.serve.manager import Mode, NotNow, RunManager, Start
+from studio.serve.schemas import add_flow_paths
+from studio.store import SQLiteStore
+
+log = logging.getLogger("flowstudio.serve")
+OPEN_PATHS = {"/healthz"}
+
+
+class RunRequest(BaseModel):
+    """The body of `POST /flows/{name}/runs`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """The flow's inputs by name (see `GET /flows` for their schemas)."""
+    mode: Literal["wait", "stream", "background"] = "wait"
+    """wait: 200 and the run; stream: server-sent events; background: 202 and the run id."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """Model alias overrides (ALIAS → model string), like `flowstudio run --model`."""
+
+
+class ResumeRequest(BaseModel):
+    """The body of `POST /runs/{id}/resume`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Answers for the waiting `human.input` nodes (NODE → VALUE)."""
+    mode: Literal["wait", "stream", "background"] = "wait"
+    """As for a new run."""
+
+
+class BearerAuth:
+    """Every request but `/healthz` needs `Authorization: Bearer TOKEN` (compared in constant time)."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
+            if not hmac.compare_digest(given, self.expected):
+                refusal = JSONResponse(
+                    {"detail": "missing or wrong bearer token"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+                )
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def create_app(
+    path: str | Path, *, db: str | Path, token: str | None = None, max_runs: int = DEFAULT_MAX_RUNS
+) -> FastAPI:
+    """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`."""
+    catalog = Catalog(path)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = SQLiteStore(db)
+        manager = RunManager(store, max_runs)
+        app.state.manager = manager
+        resumed = manager.recover()
+        if resumed:
+            log.warning("resuming %d background run(s): %s", len(resumed), ", ".join(resumed))
+        try:
+            yield
+        finally:
+            await manager.shutdown()
+            store.close()
+
+    app = FastAPI(title="Flowstudio", version=metadata.version("flowstudio"), lifespan=lifespan)
+    app.state.catalog = catalog
+    if token:
+        app.add_middleware(BearerAuth, token=token)
+    _add_error_handlers(app)
+    _add_routes(app, catalog)
+    chat.add_routes(app, catalog)
+
+    def openapi() -> dict[str, Any]:
+        base = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        return add_flow_paths(base, {name: served.plan for name, served in catalog.flows().items()})
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def manager_of(request: Request) -> RunManager:
+    manager: RunManager = request.app.state.manager
+    return manager
+
+
+def _add_routes(app: FastAPI, catalog: Catalog) -> None:
+    @app.get("/healthz", tags=["server"])
+    async def healthz() -> dict[str, str]:
+        """200 while the server is up (no token needed)."""
+        return {"status": "ok"}
+
+    @app.get("/flows", tags=["flows"])
+    async def flows() -> list[dict[str, Any]]:
+        """Every served flow: name, description, and its inputs and outputs as JSON Schemas."""
+        return [served.listing() for served in catalog.flows().values()]
+
+    @app.post("/flows/{name}/runs", tags=["flows"])
+    async def run_flow(name: str, body: RunRequest, request: Request) -> Response:
+        """Run a flow: `wait` answers 200 and the run, `stream` server-sent events, `background` 202."""
+        served = catalog.get(name)
+        plan = catalog.plan(served, body.models)
+        options = RunOptions(models=dict(body.models))
+
+        async def begin(engine: Engine) -> Any:
+            return await engine.run(plan, body.inputs, options=options)
+
+        return await respond(manager_of(request), begin, body.mode)
+
+    @app.get("/runs/{run_id}", tags=["runs"])
+    async def get_run(run_id: str, request: Request) -> dict[str, Any]:
+        """The run with its status, outputs and steps."""
+        manager = manager_of(request)
+        return run_object(manager.get(run_id), manager.store.steps(run_id))
+
+    @app.get("/runs/{run_id}/trace", tags=["runs"])
+    async def trace(run_id: str, request: Request) -> list[dict[str, Any]]:
+        """The run's steps as `flowstudio trace --json` prints them."""
+        manager = manager_of(request)
+        manager.get(run_id)
+        return [step_row(step) for step in manager.store.steps(run_id)]
+
+    @app.get("/runs/{run_id}/events", tags=["runs"])
+    async def events(
+        run_id: str, request: Request, last_event_id: str | None = Header(default=None, alias="Last-Event-ID")
+    ) -> Response:
+        """Server-sent events: replayed from the store, then live until the run stops."""
+        manager = manager_of(request)
+        manager.get(run_id)
+        after = None
+        if last_event_id:
+            try:
+                after = parse_id(last_event_id)
+            except ValueError:
+                raise InputError(
+                    "Last-Event-ID must be an event id such as 12 or 12.3", field="Last-Event-ID"
+                ) from None
+        return sse(manager.follow(run_id, after))
+
+    @app.post("/runs/{run_id}/resume", tags=["runs"])
+    async def resume(run_id: str, body: ResumeRequest, request: Request) -> Response:
+        """Answer the run's waiting `human.input` nodes (or continue a failed run)."""
+        manager = manager_of(request)
+        stopped = manager.check_resumable(run_id).status
+
+        async def begin(engine: Engine) -> Any:
+            return await engine.resume(run_id, values=body.values)
+
+        return await respond(manager, begin, body.mode, resuming=stopped)
+
+    @app.post("/runs/{run_id}/cancel", tags=["runs"])
+    async def cancel(run_id: str, request: Request) -> dict[str, Any]:
+        """Stop a run; its finished steps stay recorded and its status becomes `cancelled`."""
+        manager = manager_of(request)
+        record = await manager.cancel(run_id)
+        return run_object(record, manager.store.steps(run_id))
+
+
+async def respond(manager: RunManager, begin: Start, mode: Mode, *, resuming: str | None = None) -> Response:
+    """Start a run task and answer as `mode` says."""
+    run = manager.start(begin, mode, resuming=resuming)
+    queue = run.channel.listen() if mode == "stream" else None
+    try:
+        run_id = await run.wait_started()
+    except BaseException:
+        if queue is not None:
+            run.channel.forget(queue)
+        raise
+    if mode == "background":
+        return JSONResponse({"run_id": run_id}, status_code=202)
+    if queue is not None:
+        return sse(run.events(queue))
+    result = await run.result()
+    return JSONResponse(result.as_json())
+
+
+def sse(events: AsyncIterator[Event | None]) -> StreamingResponse:
+    """A `text/event-stream` response; None items become keep-alive comments."""
+
+    async def body() -> AsyncIterator[str]:
+        async for event in events:
+            yield ": keep-alive\n\n" if event is None else event.sse()
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(body(), media_type="text/event-stream", headers=headers)
+
+
+def _location(field: str | None) -> list[str]:
+    if field is None:
+        return ["body"]
+    if field == "--value":
+        return ["body", "values"]
+    if field == "RUN_ID":
+        return ["path", "run_id"]
+    if field == "Last-Event-ID":
+        return ["header", "Last-Event-ID"]
+    return ["body", *field.split(".")]
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    async def bad_input(request: Request, err: Exception) -> Response:
+        assert isinstance(err, FlowError)
+        problem = {"loc": _location(err.field), "msg": err.message, "type": "bad_input"}
+        return JSONResponse({"detail": [problem]}, status_code=422)
+
+    async def not_found(request: Request, err: Exception) -> Response:
+        return JSONResponse({"detail": str(err)}, status_code=404)
+
+    async def not_now(request: Request, err: Exception) -> Response:
+        return JSONResponse({"detail": str(err)}, status_code=409)
+
+    app.add_exception_handler(FlowError, bad_input)
+    app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(NotNow, not_now)

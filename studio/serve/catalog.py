@@ -1,0 +1,138 @@
+"""The flows a server serves: one file or every `*.yaml` of a folder, re-read on each request.
+
+A file's content hash decides whether it changed: an edited flow is compiled again on the next
+request, an unchanged one is reused. Files that do not load are left out (and logged once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from studio.errors import FlowError, InputError
+from studio.export.writer import output_types
+from studio.flow.spec import Flow, load_flow_text
+from studio.models import client_for
+from studio.runtime.compiler import Plan, compile_flow
+from studio.serve import schemas
+from studio.types import PortType
+
+log = logging.getLogger("flowstudio.serve")
+MAX_OVERRIDE_PLANS = 64
+
+
+class NotFound(LookupError):
+    """No flow or run of that name: 404."""
+
+
+@dataclass(frozen=True)
+class ServedFlow:
+    """One flow file as compiled for serving."""
+
+    name: str
+    path: Path
+    hash: str
+    plan: Plan
+    """Compiled with the flow's own models; requests with `models` compile their own."""
+
+    @property
+    def flow(self) -> Flow:
+        return self.plan.flow
+
+    def listing(self) -> dict[str, object]:
+        """One entry of `GET /flows`."""
+        return {
+            "name": self.name,
+            "description": self.flow.spec.description,
+            "inputs": schemas.inputs_schema(self.plan),
+            "outputs": schemas.outputs_schema(self.plan),
+        }
+
+    def chat_ports(self) -> tuple[str, str] | None:
+        """(input, output) when the flow has one `str` input and one `str` output, else None."""
+        if len(self.plan.inputs) != 1 or len(self.plan.outputs) != 1:
+            return None
+        (input_name,) = self.plan.inputs
+        (output_name,) = self.plan.outputs
+        port = output_types(self.plan)[output_name]
+        if self.plan.input_types[input_name].name != "str" or port.name != "str":
+            return None
+        return input_name, output_name
+
+    def output_port(self, name: str) -> PortType:
+        return output_types(self.plan)[name]
+
+
+class Catalog:
+    """Finds flows by name under a file or folder, compiling each version of a file once."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path).resolve()
+        self._by_file: dict[Path, ServedFlow] = {}
+        self._broken: dict[Path, str] = {}
+        self._plans: dict[tuple[Path, str, tuple[tuple[str, str], ...]], Plan] = {}
+
+    def files(self) -> list[Path]:
+        if self.path.is_file():
+            return [self.path]
+        return sorted([*self.path.glob("*.yaml"), *self.path.glob("*.yml")])
+
+    def flows(self) -> dict[str, ServedFlow]:
+        """Every loadable flow by name (the first file wins a name clash)."""
+        found: dict[str, ServedFlow] = {}
+        for file in self.files():
+            served = self._load(file)
+            if served is not None:
+                found.setdefault(served.name, served)
+        return found
+
+    def get(self, name: str) -> ServedFlow:
+        """The flow called `name`; raises NotFound naming the flows there are."""
+        flows = self.flows()
+        if name not in flows:
+            raise NotFound(f"no flow named {name!r}; flows: {sorted(flows)}")
+        return flows[name]
+
+    def plan(self, served: ServedFlow, models: dict[str, str]) -> Plan:
+        """The flow compiled with model overrides (cached per file version and overrides)."""
+        if not models:
+            return served.plan
+        key = (served.path, served.hash, tuple(sorted(models.items())))
+        if key not in self._plans:
+            if len(self._plans) >= MAX_OVERRIDE_PLANS:
+                self._plans.clear()
+            try:
+                plan = compile_flow(served.flow, models)
+            except FlowError as err:
+                raise InputError(f"models: {err.message}", field="models") from None
+            for alias in sorted(models):
+                try:
+                    client_for(plan.models[alias], plan.flow.base_dir)
+                except FlowError as err:
+                    raise InputError(f"models.{alias}: {err.message}", field=f"models.{alias}") from None
+            self._plans[key] = plan
+        return self._plans[key]
+
+    def _load(self, file: Path) -> ServedFlow | None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        known = self._by_file.get(file)
+        if known is not None and known.hash == digest:
+            return known
+        if self._broken.get(file) == digest:
+            return None
+        try:
+            plan = compile_flow(load_flow_text(text, file=str(file), path=file))
+        except FlowError as err:
+            log.warning("not serving %s: %s", file, err)
+            self._broken[file] = digest
+            self._by_file.pop(file, None)
+            return None
+        served = ServedFlow(plan.flow.spec.name, file, digest, plan)
+        self._by_file[file] = served
+        return served

@@ -1,0 +1,288 @@
+"""Run tasks of a server: start, follow, resume and cancel runs; finish background runs that a
+killed server left behind.
+
+Each run is an asyncio task driving the engine on the server's store (the CLI's store: its
+runs appear in `flowstudio runs`, the studio and traces). At most `max_concurrency` runs
+execute at once; more wait for a slot. A `background` run is also written to the table
+`serve_background`, so that a server started again on the same store resumes it from its
+checkpoints when the server that owned it is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from studio.errors import FlowError
+from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunResult
+from studio.serve.catalog import NotFound
+from studio.serve.events import Channel, Event, Key, replay, step_data
+from studio.store import SQLiteStore
+from studio.store.base import RunRecord, now
+
+log = logging.getLogger("flowstudio.serve")
+Mode = Literal["wait", "stream", "background"]
+Start = Callable[[Engine], Awaitable[RunResult]]
+KEEP_ALIVE_S = 15.0
+POLL_S = 0.25
+TABLE = """CREATE TABLE IF NOT EXISTS serve_background (
+    run_id TEXT PRIMARY KEY, owner_pid INTEGER NOT NULL, started_at TEXT NOT NULL
+)"""
+
+
+class NotNow(Exception):
+    """The run exists but cannot do that now (cancel a finished run, resume a running one): 409."""
+
+
+@dataclass(eq=False)
+class RunTask:
+    """One engine run (or resume) in this process, with its live events."""
+
+    manager: RunManager
+    mode: Mode
+    resuming: str | None
+    """The status of the run this task resumes (None: a new run)."""
+    channel: Channel = field(default_factory=Channel)
+    started: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    task: asyncio.Task[RunResult] | None = None
+
+    def hook(self, *, event: str, **details: Any) -> None:
+        """Relay the engine's events to the channel (the engine calls every hook with keywords)."""
+        store = self.manager.store
+        if event == "run_started":
+            run_id = details["run_id"]
+            rows = len(store.steps(run_id)) if self.resuming else 0
+            self.channel.start(run_id, details["plan"].flow.spec.name, rows, self.resuming)
+            self.manager.active[run_id] = self
+            if self.mode == "background":
+                self.manager.mark_background(run_id)
+            if not self.started.done():
+                self.started.set_result(run_id)
+        elif event in ("step_started", "token"):
+            keep = ("node", "text") if event == "token" else ("node",)
+            self.channel.after(event, {"run_id": details["run_id"], **{k: details[k] for k in keep}})
+        elif event == "step_finished":
+            self.channel.row(step_data(details["run_id"], details["step"]))
+        elif event == "run_finished" and self.channel.listeners:
+            run_id = details["run_id"]
+            record = store.get_run(run_id)
+            if record is not None:
+                self.channel.finish(record, store.steps(run_id))
+
+    async def wait_started(self) -> str:
+        """The run id once the engine created the run; raises what the engine refused (FlowError)."""
+        assert self.task is not None
+        waiters: set[asyncio.Future[Any]] = {self.started, self.task}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        if self.started.done():
+            return self.started.result()
+        self.task.result()
+        raise RuntimeError("the run ended before it started")
+
+    async def events(self, queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event | None]:
+        """The events of a queue from `channel.listen()` until the run task ends (None: keep-alive)."""
+        try:
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
+                except TimeoutError:
+                    yield None
+                    continue
+                if item is None:
+                    return
+                yield item
+        finally:
+            self.channel.forget(queue)
+
+    async def result(self) -> RunResult:
+        """The finished run; the run goes on if the caller is cancelled (a dropped connection)."""
+        assert self.task is not None
+        return await asyncio.shield(self.task)
+
+
+class RunManager:
+    """The runs this server drives, and the store they are recorded in."""
+
+    def __init__(self, store: SQLiteStore, max_concurrency: int) -> None:
+        self.store = store
+        self.slots = asyncio.Semaphore(max_concurrency)
+        self.active: dict[str, RunTask] = {}
+        self.tasks: set[RunTask] = set()
+        self.store.conn.execute(TABLE)
+
+    def start(self, begin: Start, mode: Mode, *, resuming: str | None = None) -> RunTask:
+        """Start a run task now; listen to its channel before the first await to miss nothing."""
+        run = RunTask(self, mode, resuming)
+        run.task = asyncio.create_task(self._drive(run, begin))
+        run.task.add_done_callback(_log_failure)
+        self.tasks.add(run)
+        return run
+
+    async def _drive(self, run: RunTask, begin: Start) -> RunResult:
+        try:
+            async with self.slots:
+                engine = Engine(self.store, max_concurrency=DEFAULT_MAX_CONCURRENCY, hooks=[run.hook])
+                return await begin(engine)
+        finally:
+            run.channel.close()
+            if run.channel.run_id is not None and self.active.get(run.channel.run_id) is run:
+                del self.active[run.channel.run_id]
+            self.tasks.discard(run)
+
+    def mark_background(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO serve_background (run_id, owner_pid, started_at) VALUES (?, ?, ?)",
+                (run_id, os.getpid(), now()),
+            )
+
+    def get(self, run_id: str) -> RunRecord:
+        """The stored run; raises NotFound (404)."""
+        record = self.store.get_run(run_id)
+        if record is None:
+            raise NotFound(f"no run {run_id!r}")
+        return record
+
+    async def cancel(self, run_id: str) -> RunRecord:
+        """Cancel a run this server drives, or close a waiting or failed one, as `cancelled`."""
+        record = self.get(run_id)
+        running = self.active.get(run_id)
+        if running is not None and running.task is not None:
+            running.task.cancel()
+            await asyncio.wait({running.task})
+        elif record.status in ("waiting", "failed"):
+            self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
+        elif record.status == "running":
+            raise NotNow(f"run {run_id} is not running in this server; cancel it where it runs")
+        elif record.status == "succeeded":
+            raise NotNow(f"run {run_id} already succeeded")
+        return self.get(run_id)
+
+    def check_resumable(self, run_id: str) -> RunRecord:
+        record = self.get(run_id)
+        if run_id in self.active or record.status == "running":
+            raise NotNow(f"run {run_id} is running; resume it once it stops")
+        if record.status == "succeeded":
+            raise NotNow(f"run {run_id} already succeeded; there is nothing to resume")
+        return record
+
+    async def follow(self, run_id: str, after: Key | None) -> AsyncIterator[Event | None]:
+        """The run's events after `after`: replayed from the store, then live until the run stops.
+
+        Yields None now and then while nothing happens (a keep-alive)."""
+        live = self.active.get(run_id)
+        queue = live.channel.listen() if live is not None else None
+        last = after
+        try:
+            record = self.get(run_id)
+            for event in replay(record, self.store.steps(run_id)):
+                if last is None or event.key > last:
+                    last = event.key
+                    yield event
+            if queue is not None:
+                while True:
+                    try:
+                        item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
+                    except TimeoutError:
+                        yield None
+                        continue
+                    if item is None:
+                        break
+                    if last is None or item.key > last:
+                        last = item.key
+                        yield item
+            elif record.status == "running":
+                async for polled in self._poll(run_id, last):
+                    yield polled
+        finally:
+            if live is not None and queue is not None:
+                live.channel.forget(queue)
+
+    async def _poll(self, run_id: str, last: Key | None) -> AsyncIterator[Event | None]:
+        """Follow a run that another process drives by reading the store."""
+        quiet = 0.0
+        while True:
+            await asyncio.sleep(POLL_S)
+            record = self.get(run_id)
+            sent = False
+            for event in replay(record, self.store.steps(run_id)):
+                if last is None or event.key > last:
+                    last, sent = event.key, True
+                    yield event
+            quiet = 0.0 if sent else quiet + POLL_S
+            if record.status != "running":
+                return
+            if quiet >= KEEP_ALIVE_S:
+                quiet = 0.0
+                yield None
+
+    def recover(self) -> list[str]:
+        """Resume the background runs a server that is gone left `running`; returns their ids."""
+        rows = self.store.conn.execute(
+            "SELECT b.run_id, b.owner_pid FROM serve_background b JOIN runs r ON r.run_id = b.run_id "
+            "WHERE r.status = 'running' ORDER BY b.started_at"
+        ).fetchall()
+        resumed = []
+        for run_id, owner in rows:
+            if owner != os.getpid() and _alive(owner):
+                continue
+            run = self.start(_resumer(run_id), "background", resuming="running")
+            assert run.task is not None
+            run.task.add_done_callback(functools.partial(self._recovered, run_id))
+            resumed.append(run_id)
+        return resumed
+
+    def _recovered(self, run_id: str, task: asyncio.Task[RunResult]) -> None:
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, FlowError):
+            log.warning("run %s could not be resumed: %s", run_id, error)
+            self.store.finish_run(run_id, status="failed", outputs=None, error=f"not resumed: {error}")
+        elif error is not None:
+            log.error("run %s failed to resume", run_id, exc_info=error)
+
+    async def shutdown(self) -> None:
+        """Stop every run task; background runs stay `running`, so the next start resumes them."""
+        runs = list(self.tasks)
+        for run in runs:
+            assert run.task is not None
+            run.task.cancel()
+        if runs:
+            await asyncio.wait({run.task for run in runs if run.task is not None})
+        for run in runs:
+            run_id = run.channel.run_id
+            record = self.store.get_run(run_id) if run.mode == "background" and run_id else None
+            if record is not None and record.status == "cancelled":
+                self.store.set_status(record.run_id, "running")
+
+
+def _resumer(run_id: str) -> Start:
+    async def begin(engine: Engine) -> RunResult:
+        return await engine.resume(run_id)
+
+    return begin
+
+
+def _log_failure(task: asyncio.Task[RunResult]) -> None:
+    """Retrieve every task's error (a refused run is answered by its request); log the bugs."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None and not isinstance(error, FlowError):
+        log.error("a run task crashed", exc_info=error)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,137 @@
+"""JSON Schemas of a flow's inputs and outputs, generated from its typed ports, and the
+per-flow request and response schemas that `/openapi.json` publishes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from studio.export.writer import output_types
+from studio.runtime.compiler import Plan
+from studio.types import PortType
+
+MODES = ["wait", "stream", "background"]
+_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
+
+
+def port_schema(port: PortType) -> dict[str, Any]:
+    """`list[int] | null` → `{"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}`."""
+    schema: dict[str, Any]
+    if port.name == "any":
+        return {}
+    if port.name == "list":
+        schema = {"type": "array", "items": port_schema(port.item)} if port.item else {"type": "array"}
+    else:
+        schema = {"type": _JSON_TYPES[port.name]}
+    return {"anyOf": [schema, {"type": "null"}]} if port.optional else schema
+
+
+def inputs_schema(plan: Plan) -> dict[str, Any]:
+    """The object a run's `inputs` must be: one property per declared input."""
+    properties: dict[str, Any] = {}
+    for name, spec in plan.inputs.items():
+        prop = port_schema(plan.input_types[name])
+        if spec.description:
+            prop["description"] = spec.description
+        if not spec.required:
+            prop["default"] = spec.default
+        properties[name] = prop
+    required = [name for name, spec in plan.inputs.items() if spec.required]
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def outputs_schema(plan: Plan) -> dict[str, Any]:
+    """The object a succeeded run's `outputs` is: one property per flow output."""
+    types = output_types(plan)
+    properties = {name: port_schema(types[name]) for name in plan.outputs}
+    return {"type": "object", "properties": properties, "required": list(plan.outputs)}
+
+
+def schema_name(flow_name: str) -> str:
+    """`ticket-triage` → `TicketTriage`: the prefix of the flow's OpenAPI components."""
+    words = [w for w in re.split(r"[^0-9A-Za-z]+", flow_name) if w]
+    name = "".join(w[:1].upper() + w[1:] for w in words) or "Flow"
+    return name if name[0].isalpha() else f"Flow{name}"
+
+
+def request_schema(plan: Plan) -> dict[str, Any]:
+    """The body of `POST /flows/NAME/runs` for this flow."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "inputs": inputs_schema(plan),
+            "mode": {
+                "enum": MODES,
+                "default": "wait",
+                "description": "wait: 200 and the run; stream: SSE; background: 202.",
+            },
+            "models": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Model alias overrides (ALIAS → model string).",
+            },
+        },
+        "additionalProperties": False,
+    }
+    if any(spec.required for spec in plan.inputs.values()):
+        schema["required"] = ["inputs"]
+    return schema
+
+
+def response_schema(plan: Plan) -> dict[str, Any]:
+    """The run object a `wait` run of this flow answers with (what `flowstudio run --json` prints)."""
+    step = {
+        "type": "object",
+        "properties": {
+            "node": {"type": "string"},
+            "status": {"type": "string"},
+            "attempt": {"type": "integer"},
+            "tokens": {"type": "integer"},
+            "cost_usd": {"type": "number"},
+            "seconds": {"type": "number"},
+            "error": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "run_id": {"type": "string"},
+            "status": {"enum": ["running", "succeeded", "failed", "waiting", "cancelled"]},
+            "outputs": {"anyOf": [outputs_schema(plan), {"type": "null"}]},
+            "error": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "tokens": {"type": "integer"},
+            "cost_usd": {"type": "number"},
+            "steps": {"type": "array", "items": step},
+        },
+        "required": ["run_id", "status", "outputs", "error", "tokens", "cost_usd", "steps"],
+    }
+
+
+def add_flow_paths(openapi: dict[str, Any], flows: dict[str, Plan]) -> dict[str, Any]:
+    """Add `/flows/NAME/runs` with its own request and response schema for every served flow."""
+    schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
+    for name, plan in sorted(flows.items()):
+        prefix = schema_name(name)
+        schemas[f"{prefix}RunRequest"] = request_schema(plan)
+        schemas[f"{prefix}Run"] = response_schema(plan)
+        openapi["paths"][f"/flows/{name}/runs"] = {"post": _operation(name, plan, prefix)}
+    return openapi
+
+
+def _operation(name: str, plan: Plan, prefix: str) -> dict[str, Any]:
+    def ref(schema: str) -> dict[str, Any]:
+        return {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
+
+    return {
+        "summary": f"Run {name}",
+        "description": plan.flow.spec.description or f"Run the flow {name}.",
+        "operationId": f"run_{re.sub(r'[^0-9A-Za-z]+', '_', name)}",
+        "tags": ["flows"],
+        "requestBody": {"required": True, "content": ref(f"{prefix}RunRequest")},
+        "responses": {
+            "200": {"description": "mode wait: the finished run", "content": ref(f"{prefix}Run")},
+            "202": {"description": "mode background: the run id, to follow with GET /runs/{run_id}/events"},
+            "404": {"description": "no flow of that name"},
+            "422": {"description": "bad input; `detail[0].loc` names the field"},
+        },
+    }
