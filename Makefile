@@ -24,6 +24,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check studio nodes tests bench
 	$(BIN)/ruff format --check studio nodes tests bench
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy

@@ -149,8 +149,8 @@ class Classify(Node):
 
     config: Config
 
-    def __init__(self, config: BaseModel) -> None:
-        super().__init__(config)
+    def __init__(self, config: BaseModel, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
         self._priors: dict[int, dict[str, float] | None] = {}
 
     def check(self) -> list[tuple[str, str]]:

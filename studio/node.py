@@ -31,7 +31,9 @@ __all__ = [
     "NodeError",
     "OutputError",
     "PortType",
+    "SubFlowLookup",
     "SubFlowNode",
+    "SubFlowSignature",
     "TemplateError",
     "TemplateInputs",
     "ToolCall",
@@ -43,7 +45,6 @@ __all__ = [
     "parse_type",
     "registered_tool",
     "render",
-    "sub_flow_signature",
 ]
 
 render = templates.render
@@ -160,13 +161,18 @@ class TemplateInputs(BaseModel):
         return dict(self.model_extra or {})
 
 
-def sub_flow_signature(
-    source: str | dict[str, Any], base_dir: Path
-) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
-    """Input ports, required inputs and output ports of a sub-flow (raises FlowError)."""
-    from studio.runtime.subflows import signature
+SubFlowSignature = tuple[dict[str, PortType], set[str], dict[str, PortType]]
+"""A sub-flow's input ports, required inputs and output ports."""
 
-    return signature(source, base_dir)
+
+class SubFlowLookup(Protocol):
+    """Reads a sub-flow's signature without running it (raises FlowError); the compiler hands it to nodes."""
+
+    def __call__(self, source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature: ...
+
+
+def _no_sub_flow_lookup(source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature:
+    raise NodeError("sub-flows are not available here (construct the node with sub_flows=...)", kind="no_sub_flows")
 
 
 class Node:
@@ -177,11 +183,19 @@ class Node:
     Outputs: ClassVar[type[BaseModel]]
     uses_model: ClassVar[bool] = False
     """Whether the node calls a model (gets `ctx.llm` for its alias)."""
-    flow_dir: Path = Path(".")
-    """Directory of the flow the node belongs to; the compiler sets it."""
+    flow_dir: Path
+    """Directory of the flow the node belongs to; the compiler passes it at construction."""
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(
+        self, config: BaseModel, *, flow_dir: Path = Path("."), sub_flows: SubFlowLookup = _no_sub_flow_lookup
+    ) -> None:
         self.config = config
+        self.flow_dir = flow_dir
+        self._sub_flows = sub_flows
+
+    def sub_flow_signature(self, source: str | dict[str, Any]) -> SubFlowSignature:
+        """Ports of a sub-flow (a path relative to this node's flow, or an inline mapping)."""
+        return self._sub_flows(source, self.flow_dir)
 
     async def run(self, inputs: Any, ctx: NodeContext) -> BaseModel:
         raise NotImplementedError
@@ -217,10 +231,10 @@ class Node:
 class SubFlowNode(Node):
     """A node whose ports are a sub-flow's (`config.flow`): `flow.call`, `control.loop`."""
 
-    def sub_flow(self) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
+    def sub_flow(self) -> SubFlowSignature:
         config: Any = self.config
         flow: str | dict[str, Any] = config.flow
-        return sub_flow_signature(flow, self.flow_dir)
+        return self.sub_flow_signature(flow)
 
     def check(self) -> list[tuple[str, str]]:
         self.sub_flow()

@@ -9,17 +9,14 @@ again (their runs are read back and scored), the rest run now.
 
 from __future__ import annotations
 
-import asyncio
-import copy
-import datetime as dt
 import json
 import math
 import statistics
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from rich import box
 from rich.console import Console
@@ -27,6 +24,7 @@ from rich.table import Table
 
 from studio.errors import InputError
 from studio.evaluate.datasets import Dataset, Example, load_dataset
+from studio.evaluate.executors import Executor, LocalExecutor, Outcome, outcome_of
 from studio.evaluate.metrics import LLMJudge, Metric, MetricError, resolve_metric
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
@@ -81,19 +79,6 @@ class BatchOptions:
 
 
 @dataclass
-class Outcome:
-    """What an executor reports for one example's run."""
-
-    run_id: str | None
-    status: str
-    outputs: dict[str, Any] | None
-    error: str | None
-    tokens: int
-    cost_usd: float
-    latency_s: float
-
-
-@dataclass
 class ExampleResult:
     index: int
     line: int
@@ -132,78 +117,6 @@ class BatchResult:
         examples = self.dataset.examples
         lines = [json.dumps(r.as_json(examples[r.index]), ensure_ascii=False) for r in self.results]
         Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-
-
-class Executor(Protocol):
-    """Runs examples and yields each one's outcome as it finishes, in any order."""
-
-    def run(
-        self,
-        plan: Plan,
-        examples: list[Example],
-        *,
-        experiment_id: str,
-        options: RunOptions,
-        concurrency: int,
-    ) -> AsyncIterator[tuple[Example, Outcome]]: ...
-
-
-class LocalExecutor:
-    """Examples as asyncio tasks in this process, `concurrency` at a time, on one engine."""
-
-    def __init__(self, store: Store) -> None:
-        self.store = store
-
-    async def run(
-        self,
-        plan: Plan,
-        examples: list[Example],
-        *,
-        experiment_id: str,
-        options: RunOptions,
-        concurrency: int,
-    ) -> AsyncIterator[tuple[Example, Outcome]]:
-        engine = Engine(self.store)
-        pending = iter(examples)
-        finished: asyncio.Queue[tuple[Example, Outcome]] = asyncio.Queue()
-
-        async def worker() -> None:
-            for example in pending:
-                finished.put_nowait((example, await _run_one(engine, plan, example, experiment_id, options)))
-
-        workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(examples)))]
-        try:
-            for _ in examples:
-                yield await finished.get()
-        finally:
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-
-
-async def _run_one(engine: Engine, plan: Plan, example: Example, experiment_id: str, options: RunOptions) -> Outcome:
-    start = time.perf_counter()
-    try:
-        result = await engine.run(plan, example.inputs, options=copy.copy(options), experiment_id=experiment_id)
-    except Exception as err:  # the engine refused the run: the example fails, the batch goes on
-        return Outcome(None, "failed", None, f"{type(err).__name__}: {err}", 0, 0.0, time.perf_counter() - start)
-    return Outcome(
-        result.run_id,
-        result.status,
-        result.outputs,
-        result.error,
-        result.tokens,
-        result.cost_usd,
-        time.perf_counter() - start,
-    )
-
-
-def outcome_of(run: RunRecord) -> Outcome:
-    """An example's outcome read back from its stored run (for a resumed batch)."""
-    latency = 0.0
-    if run.ended_at:
-        latency = (dt.datetime.fromisoformat(run.ended_at) - dt.datetime.fromisoformat(run.started_at)).total_seconds()
-    return Outcome(run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, latency)
 
 
 def input_key(inputs: dict[str, Any]) -> str:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import InputError
-from studio.evaluate.batch import Outcome
 from studio.evaluate.datasets import Example
+from studio.evaluate.executors import Outcome
 from studio.flow.spec import load_flow_text
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions

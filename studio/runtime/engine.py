@@ -8,6 +8,7 @@ copies the steps upstream of a node into a new run. The engine never imports the
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -24,13 +25,14 @@ from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.runtime.budget import Budget
-from studio.runtime.compiler import Plan, PlanNode, compile_flow
+from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
 from studio.runtime.llm import BoundLLM, NoModel
-from studio.runtime.subflows import SubFlows
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
 from studio.tools import resolve_tools
 
 DEFAULT_MAX_CONCURRENCY = 100
+MAX_DEPTH = 8
+"""How deep sub-flows nest (`flow.call`, `control.map`, `control.loop`) before a run refuses."""
 NOT_RETRIED = {
     "auth",
     "template_error",
@@ -319,7 +321,7 @@ class _Graph:
             flow_dir=self.plan.flow.base_dir,
             llm=self._llm(node, path, calls),
             attempt=attempt,
-            call_flow=SubFlows(self, path).call,
+            call_flow=functools.partial(self.call_flow, path),
             supplied=self.shared.supplied.get(path, NO_VALUE),
             tools=self.tools,
         )
@@ -334,6 +336,24 @@ class _Graph:
             return NoModel()
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
         return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache)
+
+    async def call_flow(
+        self, path: str, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = ""
+    ) -> dict[str, Any]:
+        """The `ctx.call_flow` of the node at `path`: a sub-flow run inside this run, its steps
+        named under the calling node (`map[2].summarise`)."""
+        if self.depth >= MAX_DEPTH:
+            raise NodeError(
+                f"sub-flows nested deeper than {MAX_DEPTH} levels (a flow calling itself?)", kind="bad_flow"
+            )
+        try:
+            caller = f"{self.plan.flow.file}:{path}"
+            plan = load_sub_flow(flow, self.plan.flow.base_dir, caller, self.shared.options.models)
+            values = prepare_inputs(plan, inputs)
+        except FlowError as err:
+            raise NodeError(f"sub-flow: {err}", kind="bad_input") from None
+        prefix = f"{path}[{label}]." if label else f"{path}."
+        return await self.run_child(plan, values, prefix)
 
     async def run_child(self, plan: Plan, inputs: dict[str, Any], prefix: str) -> dict[str, Any]:
         """Run a sub-flow as part of this run; its steps are named under `prefix`."""
