@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from studio.errors import ErrorKind
+
 Role = Literal["system", "user", "assistant"]
 
 
@@ -71,7 +73,7 @@ class Completion:
 class ModelError(Exception):
     """A provider call failed; `kind` decides whether it is retried."""
 
-    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(self, kind: ErrorKind, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after_s = retry_after_s

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from studio.errors import ErrorKind
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request
 
@@ -34,8 +35,8 @@ def resolve_secret(value: str | None) -> str | None:
     return os.environ[name]
 
 
-def _error_kind(litellm: Any, err: Exception) -> str:
-    table = [
+def _error_kind(litellm: Any, err: Exception) -> ErrorKind:
+    table: list[tuple[str, ErrorKind]] = [
         ("AuthenticationError", "auth"),
         ("PermissionDeniedError", "auth"),
         ("RateLimitError", "rate_limit"),

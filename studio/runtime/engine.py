@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from studio.errors import FlowError, InputError, NodeError
+from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
 from studio.flow import templates
 from studio.flow.refs import FLOW_INPUTS, Ref, substitute
 from studio.flow.spec import Flow, load_flow
@@ -26,25 +26,14 @@ from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.runtime.budget import Budget
 from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
+from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, StepStatus, Store, new_id, now
 from studio.tools import resolve_tools
 
 DEFAULT_MAX_CONCURRENCY = 100
 MAX_DEPTH = 8
 """How deep sub-flows nest (`flow.call`, `control.map`, `control.loop`) before a run refuses."""
-NOT_RETRIED = {
-    "auth",
-    "template_error",
-    "bad_input",
-    "budget",
-    "bad_request",
-    "no_model",
-    "blocked",
-    "limit",
-    "invalid_output",
-}
-Hook = Callable[..., None]
 
 
 class _Skipped:
@@ -80,8 +69,10 @@ class RunOptions:
 
 @dataclass
 class StepSummary:
+    """One step as `flowstudio run --json` lists it."""
+
     node: str
-    status: str
+    status: StepStatus
     attempt: int
     tokens: int
     cost_usd: float
@@ -94,7 +85,7 @@ class RunResult:
     """What `flowstudio run --json` prints."""
 
     run_id: str
-    status: str
+    status: RunStatus
     outputs: dict[str, Any] | None
     error: str | None
     tokens: int
@@ -380,10 +371,10 @@ class Engine:
         self.max_concurrency = max_concurrency
         self.hooks = hooks or []
 
-    def emit(self, event: str, **details: Any) -> None:
+    def emit(self, event: HookEvent, *, run_id: str, **details: Any) -> None:
         """Call every hook with keyword arguments; hooks take **future_kwargs."""
         for hook in self.hooks:
-            hook(event=event, **details)
+            hook(event=event, run_id=run_id, **details)
 
     def check_models(self, plan: Plan) -> dict[str, Callable[..., Any]]:
         """Build each alias' client and import the flow's tools once, so a bad model setting or
@@ -512,7 +503,7 @@ class Engine:
         return asyncio.run(self.run(plan, inputs, **kwargs))
 
 
-def _latest(steps: list[StepRecord], statuses: set[str]) -> dict[str, StepRecord]:
+def _latest(steps: list[StepRecord], statuses: set[StepStatus]) -> dict[str, StepRecord]:
     """The last step of each node path, kept when its status is in `statuses`."""
     last = {step.node: step for step in steps}
     return {path: step for path, step in last.items() if step.status in statuses}

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from studio.errors import NodeError
+from studio.errors import TRANSIENT, ErrorKind, NodeError
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request
 from studio.node import ToolCall, ToolReply
@@ -21,7 +21,6 @@ from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
 
 DEFAULT_MAX_TOKENS = 256
-TRANSIENT = {"rate_limit", "timeout", "server", "bad_json"}
 MAX_DELAY_S = 30.0
 
 
@@ -96,7 +95,8 @@ class BoundLLM:
         extra: dict[str, Any] | None = None,
     ) -> Completion:
         """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
-        errors, kind = [], "model_error"
+        errors: list[str] = []
+        kind: ErrorKind = "model_error"
         for alias in [self.alias, *self.models[self.alias].fallbacks]:
             spec = self.models[alias]
             request = build_request(

@@ -10,7 +10,8 @@ from typing import Any
 
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import compile_flow
-from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
+from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunOptions, RunResult
+from studio.runtime.hooks import Hook
 from studio.store import SQLiteStore, default_db_path
 
 

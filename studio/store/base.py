@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from studio.errors import ErrorKind
+
 RunStatus = Literal["running", "succeeded", "failed", "waiting"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 
@@ -71,7 +73,7 @@ class StepRecord:
     inputs: dict[str, Any] | None = None
     outputs: dict[str, Any] | None = None
     error: str | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     attempt: int = 1
     tokens: int = 0
     cost_usd: float = 0.0
