@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -39,6 +39,7 @@ __all__ = [
     "ToolCall",
     "ToolCallingLLM",
     "ToolReply",
+    "Tunable",
     "WaitingForInput",
     "evaluate",
     "from_annotation",
@@ -175,6 +176,22 @@ def _no_sub_flow_lookup(source: str | dict[str, Any], base_dir: Path) -> SubFlow
     raise NodeError("sub-flows are not available here (construct the node with sub_flows=...)", kind="no_sub_flows")
 
 
+@dataclass(frozen=True)
+class Tunable:
+    """A node type's tunable surface: all the optimizer knows of a node (it never reads type names)."""
+
+    fields: tuple[str, ...]
+    """Config fields the optimizer may edit (`instructions`, `demos`, `form`, `strategy`, `samples`, ...)."""
+    output: str
+    """The output port that carries the node's answer; demos hold it under this name."""
+    labels: bool = False
+    """Whether the node picks one of `config.labels` (demos carry a `label`; one demo per label first)."""
+    default_form: Literal["chat", "completion"] = "chat"
+    """The prompt form when the config names none."""
+    logprobs: tuple[str, ...] = ()
+    """Model-string prefixes (`local/`) on which the node scores its labels by logprobs."""
+
+
 class Node:
     """Base of every node type."""
 
@@ -183,6 +200,8 @@ class Node:
     Outputs: ClassVar[type[BaseModel]]
     uses_model: ClassVar[bool] = False
     """Whether the node calls a model (gets `ctx.llm` for its alias)."""
+    tunable: ClassVar[Tunable | None] = None
+    """What the optimizer may tune in this node type; None: it leaves the node alone."""
     flow_dir: Path
     """Directory of the flow the node belongs to; the compiler passes it at construction."""
 
@@ -199,6 +218,14 @@ class Node:
 
     async def run(self, inputs: Any, ctx: NodeContext) -> BaseModel:
         raise NotImplementedError
+
+    def model_calls(self) -> float:
+        """Model calls one run of the node makes (sub-flows not counted)."""
+        return 1.0 if self.uses_model else 0.0
+
+    def setup_calls(self, model: str) -> int:
+        """Model calls a freshly compiled node makes once on `model` (the model string), e.g. a calibration."""
+        return 0
 
     def templates(self) -> list[tuple[str, str]]:
         """(config field, template source) pairs whose variables are the node's inputs."""
