@@ -64,7 +64,9 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> Completion: ...
+    ) -> Completion:
+        """One model call: chat messages or a completion prompt; traced, cached and budgeted."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ class TemplateInputs(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     def values(self) -> dict[str, Any]:
+        """The inputs by name: the template's variables."""
         return dict(self.model_extra or {})
 
 
@@ -217,6 +220,7 @@ class Node:
         return self._sub_flows(source, self.flow_dir)
 
     async def run(self, inputs: Any, ctx: NodeContext) -> BaseModel:
+        """Run the node once on validated inputs; returns its Outputs (raise NodeError to fail the step)."""
         raise NotImplementedError
 
     def model_calls(self) -> float:
@@ -252,6 +256,7 @@ class Node:
         return None
 
     def output_ports(self) -> dict[str, PortType]:
+        """Named output ports and their types."""
         return {name: from_annotation(f.annotation) for name, f in self.Outputs.model_fields.items()}
 
 
@@ -259,19 +264,24 @@ class SubFlowNode(Node):
     """A node whose ports are a sub-flow's (`config.flow`): `flow.call`, `control.loop`."""
 
     def sub_flow(self) -> SubFlowSignature:
+        """The sub-flow's input ports, required inputs and output ports."""
         config: Any = self.config
         flow: str | dict[str, Any] = config.flow
         return self.sub_flow_signature(flow)
 
     def check(self) -> list[tuple[str, str]]:
+        """Compile the sub-flow, so that a bad one is a compile error of this node."""
         self.sub_flow()
         return []
 
     def input_ports(self) -> dict[str, PortType]:
+        """The sub-flow's inputs."""
         return self.sub_flow()[0]
 
     def required_inputs(self) -> set[str]:
+        """The sub-flow's required inputs."""
         return self.sub_flow()[1]
 
     def output_ports(self) -> dict[str, PortType]:
+        """The sub-flow's outputs."""
         return self.sub_flow()[2]

@@ -86,6 +86,7 @@ class BatchResult:
     dataset: Dataset
 
     def write_jsonl(self, path: str | Path) -> None:
+        """Write one JSON line per example (`--out results.jsonl`)."""
         examples = self.dataset.examples
         lines = [json.dumps(r.as_json(examples[r.index]), ensure_ascii=False) for r in self.results]
         Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -41,7 +41,9 @@ class Executor(Protocol):
         experiment_id: str,
         options: RunOptions,
         concurrency: int,
-    ) -> AsyncIterator[tuple[Example, Outcome]]: ...
+    ) -> AsyncIterator[tuple[Example, Outcome]]:
+        """Run `examples` under `experiment_id`, `concurrency` at a time; yield each (example, outcome) as it finishes."""
+        ...
 
 
 class LocalExecutor:
@@ -59,6 +61,7 @@ class LocalExecutor:
         options: RunOptions,
         concurrency: int,
     ) -> AsyncIterator[tuple[Example, Outcome]]:
+        """Run the examples as asyncio tasks on one engine over this store."""
         engine = Engine(self.store)
         pending = iter(examples)
         finished: asyncio.Queue[tuple[Example, Outcome]] = asyncio.Queue()

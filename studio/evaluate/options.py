@@ -51,6 +51,7 @@ class BatchOptions:
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> BatchOptions:
+        """The options stored in an experiment's config (the resolved extras are dropped)."""
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in config.items() if k in names})
 

@@ -15,6 +15,8 @@ from studio.evaluate.metrics import LLMJudge, Metric
 
 @dataclass
 class ExampleResult:
+    """One example's outcome and its score."""
+
     index: int
     line: int
     outcome: Outcome
@@ -101,6 +103,7 @@ class BatchSummary(Mapping[str, Any]):
     """The LLM judge's calls, tokens and cost, when the metric is one."""
 
     def as_json(self) -> dict[str, Any]:
+        """The summary as JSON (`judge` only when the metric is an LLM judge)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.judge is None:
             del data["judge"]

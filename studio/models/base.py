@@ -12,10 +12,13 @@ Role = Literal["system", "user", "assistant"]
 
 @dataclass(frozen=True)
 class Message:
+    """One chat message: a role and its text."""
+
     role: Role
     content: str
 
     def as_dict(self) -> dict[str, str]:
+        """The message as the OpenAI chat format writes it."""
         return {"role": self.role, "content": self.content}
 
 
@@ -38,6 +41,7 @@ class Request:
         return "\n".join(m.content for m in self.messages)
 
     def as_json(self) -> dict[str, Any]:
+        """The request as JSON (what the LLM cache key and the trace hold)."""
         body: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -54,6 +58,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Completion:
+    """A model's reply with its token counts, cost and latency."""
+
     text: str
     input_tokens: int
     output_tokens: int
@@ -84,4 +90,6 @@ class ModelClient(Protocol):
 
     name: str
 
-    async def complete(self, request: Request) -> Completion: ...
+    async def complete(self, request: Request) -> Completion:
+        """Answer one request; raises ModelError."""
+        ...

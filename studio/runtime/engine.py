@@ -60,11 +60,19 @@ class RunOptions:
     """Stop before a node once this many steps ran."""
     models: dict[str, str] = field(default_factory=dict)
     """Model alias overrides (ALIAS → model string)."""
+    max_concurrency: int | None = None
+    """Nodes running at once; None: the engine's (`DEFAULT_MAX_CONCURRENCY`)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
+        """Options from their JSON form; unknown keys (from a newer version) are ignored."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    @classmethod
+    def of_run(cls, record: RunRecord) -> RunOptions:
+        """The options a run was started with: what a resume or a rerun keeps (the one place they are read back)."""
+        return cls.from_json(record.options)
 
 
 @dataclass
@@ -93,6 +101,7 @@ class RunResult:
     steps: list[StepSummary] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
+        """The result as `flowstudio run --json` prints it."""
         return {
             "run_id": self.run_id,
             "status": self.status,
@@ -167,7 +176,7 @@ class _Graph:
         self.results: dict[str, dict[str, Any] | _Skipped] = {}
         self.failure: str | None = None
         self.waiting: list[str] = []
-        self.semaphore = asyncio.Semaphore(shared.engine.max_concurrency)
+        self.semaphore = asyncio.Semaphore(shared.options.max_concurrency or shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
         self._clients: dict[str, ModelClient] = {}
 
@@ -420,7 +429,7 @@ class Engine:
         record = self._get_run(run_id)
         if record.status == "succeeded":
             raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
-        options = options or RunOptions.from_json(record.options)
+        options = options or RunOptions.of_run(record)
         plan = compile_flow(self._same_flow(record), options.models)
         steps = self.store.steps(run_id)
         finished = _latest(steps, {"succeeded", "skipped"})
@@ -439,7 +448,7 @@ class Engine:
     async def rerun(self, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
         """A new run of the same inputs reusing every step upstream of `from_node`."""
         record = self._get_run(run_id)
-        options = options or RunOptions.from_json(record.options)
+        options = options or RunOptions.of_run(record)
         flow = load_flow(record.flow_path) if record.flow_path else self._stored_flow(record)
         plan = compile_flow(flow, options.models)
         if from_node not in plan.nodes:

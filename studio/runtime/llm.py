@@ -11,7 +11,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from studio.errors import TRANSIENT, ErrorKind, NodeError
 from studio.flow.spec import ModelSpec
@@ -19,17 +19,10 @@ from studio.models.base import Completion, Message, ModelClient, ModelError, Req
 from studio.node import ToolCall, ToolReply
 from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
+from studio.store.base import LLMCache as Cache
 
 DEFAULT_MAX_TOKENS = 256
 MAX_DELAY_S = 30.0
-
-
-class Cache(Protocol):
-    """The part of a store the LLM cache needs."""
-
-    def cache_get(self, key: str) -> dict[str, Any] | None: ...
-
-    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
 
 
 def cache_key(spec: ModelSpec, request: Request, client: ModelClient) -> str:

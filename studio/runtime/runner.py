@@ -41,6 +41,8 @@ async def run_flow_async(
     options = options or RunOptions()
     if model_overrides:
         options.models = dict(model_overrides)
+    if max_concurrency is not None:
+        options.max_concurrency = max_concurrency
     plan = compile_flow(load_flow(flow), options.models)
     async with _engine(db, max_concurrency, hooks) as engine:
         return await engine.run(plan, inputs, options=options, experiment_id=experiment_id)
