@@ -24,6 +24,8 @@ demo: install
 lint: install
 	$(BIN)/ruff check studio nodes tests bench
 	$(BIN)/ruff format --check studio nodes tests bench
+	$(BIN)/lint-imports
+	$(BIN)/interrogate studio
 
 typecheck: install
 	$(BIN)/mypy

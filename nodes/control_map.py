@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import Node, NodeContext, PortType, sub_flow_signature
+from studio.node import Node, NodeContext, PortType
 
 
 class Map(Node):
@@ -36,18 +36,18 @@ class Map(Node):
     config: Config
 
     def check(self) -> list[tuple[str, str]]:
-        ports = sub_flow_signature(self.config.flow, self.flow_dir)[0]
+        ports = self.sub_flow_signature(self.config.flow)[0]
         if self.config.item not in ports:
             return [("item", f"the sub-flow has no input {self.config.item!r}; its inputs are {sorted(ports)}")]
         return []
 
     def input_ports(self) -> dict[str, PortType]:
-        ports = dict(sub_flow_signature(self.config.flow, self.flow_dir)[0])
+        ports = dict(self.sub_flow_signature(self.config.flow)[0])
         item = ports.pop(self.config.item)
         return {"items": PortType("list", item), **ports}
 
     def required_inputs(self) -> set[str]:
-        return {"items"} | (sub_flow_signature(self.config.flow, self.flow_dir)[1] - {self.config.item})
+        return {"items"} | (self.sub_flow_signature(self.config.flow)[1] - {self.config.item})
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         shared = dict(inputs.model_extra or {})

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text
 from nodes.strategies import Prompt, Strategy
-from studio.node import Completion, Message, Node, NodeContext
+from studio.node import Completion, Message, Node, NodeContext, Tunable
 
 PROMPT = "Text: {{ text }}\nLabel:"
 TOP_LOGPROBS = 100
@@ -117,6 +117,13 @@ class Classify(Node):
     """Pick one label from a fixed set."""
 
     uses_model = True
+    tunable = Tunable(
+        fields=("instructions", "demos", "form", "strategy", "samples", "list_labels"),
+        output="label",
+        labels=True,
+        default_form="completion",
+        logprobs=("local/",),
+    )
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -157,9 +164,19 @@ class Classify(Node):
 
     config: Config
 
-    def __init__(self, config: BaseModel) -> None:
-        super().__init__(config)
+    def __init__(self, config: BaseModel, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
         self._priors: dict[int, dict[str, float] | None] = {}
+
+    def model_calls(self) -> float:
+        return strategies.calls(self.config.strategy, self.config.samples)
+
+    def setup_calls(self, model: str) -> int:
+        """The content-free calibration calls, once per prompt variant, on models that give logprobs."""
+        if not (self.config.calibrate and self.tunable and model.startswith(self.tunable.logprobs)):
+            return 0
+        ensemble = self.config.strategy == "ensemble" and len(self.config.demos) > 1
+        return len(CONTENT_FREE) * (self.config.samples if ensemble else 1)
 
     def check(self) -> list[tuple[str, str]]:
         problems = []

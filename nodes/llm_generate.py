@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text, history, transcript
 from nodes.strategies import Prompt, Strategy
-from studio.node import Node, NodeContext, PortType, TemplateInputs, render
+from studio.node import Node, NodeContext, PortType, TemplateInputs, Tunable, render
 
 MESSAGES = "messages"
 
@@ -21,6 +21,7 @@ class Generate(Node):
     """Generate text from a prompt template."""
 
     uses_model = True
+    tunable = Tunable(fields=("instructions", "demos", "form", "strategy", "samples", "stop"), output="text")
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -56,6 +57,9 @@ class Generate(Node):
         """The model's answer, stripped of surrounding whitespace."""
 
     config: Config
+
+    def model_calls(self) -> float:
+        return strategies.calls(self.config.strategy, self.config.samples)
 
     def templates(self) -> list[tuple[str, str]]:
         return [

@@ -27,6 +27,13 @@ THINKING_TOKENS = 64
 THINK = "Let's think step by step."
 REVIEW_CHAT = "Check the answer above. Say briefly what is wrong with it, or that it is correct."
 REVIEW_CUE = "Review:"
+CALLS = {"single": 1, "reasoning": 2, "reflect": 3}
+"""Model calls per run of each strategy but `ensemble` (one per sample)."""
+
+
+def calls(strategy: str, samples: int) -> float:
+    """Model calls one run of a node with this strategy makes."""
+    return samples if strategy == "ensemble" else CALLS.get(strategy, 1)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,54 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
+TransientKind = Literal["rate_limit", "timeout", "server", "bad_json"]
+"""Model-call failures worth another attempt (after a backoff) on the same model."""
+NotRetriedKind = Literal[
+    "auth",
+    "template_error",
+    "bad_input",
+    "budget",
+    "bad_request",
+    "no_model",
+    "blocked",
+    "limit",
+    "invalid_output",
+    "context_overflow",
+]
+"""Node failures a node's `retry:` does not attempt again: the next attempt would fail the same way."""
+ErrorKind = Literal[
+    TransientKind,
+    NotRetriedKind,
+    "node_error",
+    "model_error",
+    "missing_model",
+    "load_failed",
+    "bad_config",
+    "bad_flow",
+    "not_found",
+    "tool_error",
+    "unknown_tool",
+    "too_large",
+    "sub_flow",
+    "no_sub_flows",
+    "max_turns",
+    "loop_limit",
+    "http_status",
+    "code_error",
+    "exception",
+    "waiting",
+    "no_branch",
+    "no_mcp",
+    "mcp_connect",
+    "mcp_error",
+]
+"""Every failure class a step, a model call or a trace names (`NodeError.kind`, `ModelError.kind`,
+`StepRecord.error_kind`)."""
+TRANSIENT: frozenset[ErrorKind] = frozenset(get_args(TransientKind))
+NOT_RETRIED: frozenset[ErrorKind] = frozenset(get_args(NotRetriedKind))
+
 
 class FlowError(Exception):
     """Base of every error a user can cause. The CLI turns it into exit code 2."""
@@ -54,7 +102,7 @@ class CompileError(FlowError):
 class NodeError(Exception):
     """A node failed at run time. `kind` names the failure class for traces."""
 
-    def __init__(self, message: str, *, kind: str = "node_error") -> None:
+    def __init__(self, message: str, *, kind: ErrorKind = "node_error") -> None:
         super().__init__(message)
         self.kind = kind
 

@@ -40,12 +40,15 @@ __all__ = [
     "NodeError",
     "OutputError",
     "PortType",
+    "SubFlowLookup",
     "SubFlowNode",
+    "SubFlowSignature",
     "TemplateError",
     "TemplateInputs",
     "ToolCall",
     "ToolCallingLLM",
     "ToolReply",
+    "Tunable",
     "WaitingForInput",
     "evaluate",
     "from_annotation",
@@ -53,7 +56,6 @@ __all__ = [
     "refuse_mcp_command",
     "registered_tool",
     "render",
-    "sub_flow_signature",
 ]
 
 render = templates.render
@@ -72,7 +74,9 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> Completion: ...
+    ) -> Completion:
+        """One model call: chat messages or a completion prompt; traced, cached and budgeted."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -204,13 +208,34 @@ class TemplateInputs(BaseModel):
         return found
 
 
-def sub_flow_signature(
-    source: str | dict[str, Any], base_dir: Path
-) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
-    """Input ports, required inputs and output ports of a sub-flow (raises FlowError)."""
-    from studio.runtime.subflows import signature
+SubFlowSignature = tuple[dict[str, PortType], set[str], dict[str, PortType]]
+"""A sub-flow's input ports, required inputs and output ports."""
 
-    return signature(source, base_dir)
+
+class SubFlowLookup(Protocol):
+    """Reads a sub-flow's signature without running it (raises FlowError); the compiler hands it to nodes."""
+
+    def __call__(self, source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature: ...
+
+
+def _no_sub_flow_lookup(source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature:
+    raise NodeError("sub-flows are not available here (construct the node with sub_flows=...)", kind="no_sub_flows")
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """A node type's tunable surface: all the optimizer knows of a node (it never reads type names)."""
+
+    fields: tuple[str, ...]
+    """Config fields the optimizer may edit (`instructions`, `demos`, `form`, `strategy`, `samples`, ...)."""
+    output: str
+    """The output port that carries the node's answer; demos hold it under this name."""
+    labels: bool = False
+    """Whether the node picks one of `config.labels` (demos carry a `label`; one demo per label first)."""
+    default_form: Literal["chat", "completion"] = "chat"
+    """The prompt form when the config names none."""
+    logprobs: tuple[str, ...] = ()
+    """Model-string prefixes (`local/`) on which the node scores its labels by logprobs."""
 
 
 class Node:
@@ -227,14 +252,33 @@ class Node:
     routes: ClassVar[bool] = False
     """Whether an output the node leaves out of its result is a branch not taken
     (`control.switch`): the consumers of that port are skipped."""
-    flow_dir: Path = Path(".")
-    """Directory of the flow the node belongs to; the compiler sets it."""
+    tunable: ClassVar[Tunable | None] = None
+    """What the optimizer may tune in this node type; None: it leaves the node alone."""
+    flow_dir: Path
+    """Directory of the flow the node belongs to; the compiler passes it at construction."""
 
-    def __init__(self, config: BaseModel) -> None:
+    def __init__(
+        self, config: BaseModel, *, flow_dir: Path = Path("."), sub_flows: SubFlowLookup = _no_sub_flow_lookup
+    ) -> None:
         self.config = config
+        self.flow_dir = flow_dir
+        self._sub_flows = sub_flows
+
+    def sub_flow_signature(self, source: str | dict[str, Any]) -> SubFlowSignature:
+        """Ports of a sub-flow (a path relative to this node's flow, or an inline mapping)."""
+        return self._sub_flows(source, self.flow_dir)
 
     async def run(self, inputs: Any, ctx: NodeContext) -> BaseModel:
+        """Run the node once on validated inputs; returns its Outputs (raise NodeError to fail the step)."""
         raise NotImplementedError
+
+    def model_calls(self) -> float:
+        """Model calls one run of the node makes (sub-flows not counted)."""
+        return 1.0 if self.uses_model else 0.0
+
+    def setup_calls(self, model: str) -> int:
+        """Model calls a freshly compiled node makes once on `model` (the model string), e.g. a calibration."""
+        return 0
 
     def templates(self) -> list[tuple[str, str]]:
         """(config field, template source) pairs whose variables are the node's inputs."""
@@ -285,26 +329,32 @@ class Node:
         return None
 
     def output_ports(self) -> dict[str, PortType]:
+        """Named output ports and their types."""
         return {name: from_annotation(f.annotation) for name, f in self.Outputs.model_fields.items()}
 
 
 class SubFlowNode(Node):
     """A node whose ports are a sub-flow's (`config.flow`): `flow.call`, `control.loop`."""
 
-    def sub_flow(self) -> tuple[dict[str, PortType], set[str], dict[str, PortType]]:
+    def sub_flow(self) -> SubFlowSignature:
+        """The sub-flow's input ports, required inputs and output ports."""
         config: Any = self.config
         flow: str | dict[str, Any] = config.flow
-        return sub_flow_signature(flow, self.flow_dir)
+        return self.sub_flow_signature(flow)
 
     def check(self) -> list[tuple[str, str]]:
+        """Compile the sub-flow, so that a bad one is a compile error of this node."""
         self.sub_flow()
         return []
 
     def input_ports(self) -> dict[str, PortType]:
+        """The sub-flow's inputs."""
         return self.sub_flow()[0]
 
     def required_inputs(self) -> set[str]:
+        """The sub-flow's required inputs."""
         return self.sub_flow()[1]
 
     def output_ports(self) -> dict[str, PortType]:
+        """The sub-flow's outputs."""
         return self.sub_flow()[2]

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
+
 from tests.conftest import ROOT
 
 ENGINE_MODULES = ["flow", "runtime", "node", "store", "models", "editor"]
@@ -42,3 +44,43 @@ def test_cold_imports_stay_light() -> None:
     code = "import sys, studio.cli, studio.runtime.compiler, studio.flow.spec; print(sorted(m for m in ('litellm', 'xllamacpp', 'streamlit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _circles(graph: grimp.ImportGraph) -> list[set[str]]:
+    """Groups of modules that import each other, directly or not (Tarjan's strongly connected components)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = {stack.pop()}
+            while module not in group:
+                group.add(stack.pop())
+            if len(group) > 1:
+                found.append(group)
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circle_but_the_app_page_registry() -> None:
+    graph = grimp.build_graph("studio", "nodes")
+    circles = [group for group in _circles(graph) if not all(m.startswith("studio.app.") for m in group)]
+    assert circles == []
+
+
+def test_the_import_contract_holds() -> None:
+    out = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stdout[-3000:]

@@ -100,7 +100,7 @@ def options_from(base: Any, flags: dict[str, Any]) -> Any:
     from studio.runtime.engine import RunOptions
 
     options = base or RunOptions()
-    for name in ("max_cost", "max_tokens", "max_steps", "cache"):
+    for name in ("max_cost", "max_tokens", "max_steps", "cache", "max_concurrency"):
         if flags.get(name) is not None:
             setattr(options, name, flags[name])
     return options
@@ -112,7 +112,7 @@ def stored_options(run_id: str, db: str | None, flags: dict[str, Any]) -> Any:
     store = open_store(db)
     record = store.get_run(run_id)
     store.close()
-    return options_from(RunOptions.from_json(record.options) if record else None, flags)
+    return options_from(RunOptions.of_run(record) if record else None, flags)
 
 
 def report(result: Any, as_json: bool) -> None:

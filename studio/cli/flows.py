@@ -67,5 +67,6 @@ def schema() -> None:
     Example: flowstudio schema > flow.schema.json
     """
     from studio.flow.schema import flow_schema
+    from studio.runtime import registry
 
-    print_json(flow_schema())
+    print_json(flow_schema(registry.keys()))

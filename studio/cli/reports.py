@@ -26,24 +26,6 @@ def run_row(run: RunRecord) -> dict[str, Any]:
     }
 
 
-def step_row(step: StepRecord) -> dict[str, Any]:
-    """One entry of `flowstudio trace RUN_ID --json`."""
-    return {
-        "node": step.node,
-        "status": step.status,
-        "attempt": step.attempt,
-        "inputs": step.inputs,
-        "outputs": step.outputs,
-        "error": step.error,
-        "tokens": step.tokens,
-        "cost_usd": round(step.cost_usd, 10),
-        "started_at": step.started_at,
-        "ended_at": step.ended_at,
-        "cached": step.cached,
-        "reused": step.reused,
-    }
-
-
 def _seconds(start: str, end: str | None) -> str:
     if not end:
         return "-"

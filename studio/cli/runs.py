@@ -56,8 +56,9 @@ def trace(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: b
 
     Example: flowstudio trace 3f2a9c1d0b7e4a55 --json
     """
-    from studio.cli.reports import print_trace, step_row
+    from studio.cli.reports import print_trace
     from studio.errors import InputError
+    from studio.store.base import step_row
 
     if run_ids[0] == "export":
         _export(run_ids[1:], otlp, db, as_json)

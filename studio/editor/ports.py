@@ -12,6 +12,7 @@ from studio.errors import FlowError
 from studio.flow.refs import FLOW_INPUTS, Ref
 from studio.node import Node, TemplateInputs
 from studio.runtime import registry
+from studio.runtime.compiler import sub_flow_signature
 from studio.types import ANY, PortType, accepts, parse_type
 
 
@@ -50,12 +51,11 @@ def instantiate(node_type: str, config: dict[str, Any], flow_dir: Path) -> Node:
             f"unknown node type {node_type!r}" + (f"; did you mean {hint!r}?" if hint else ""), field="type"
         )
     try:
-        node = cls(cls.Config.model_validate(config))
+        node = cls(cls.Config.model_validate(config), flow_dir=flow_dir, sub_flows=sub_flow_signature)
     except ValidationError as err:
         first = err.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
         raise FlowError(f"{where}: {first['msg']}", field=f"config.{where}") from None
-    node.flow_dir = flow_dir
     return node
 
 

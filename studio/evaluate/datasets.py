@@ -47,6 +47,8 @@ class Example:
 
 @dataclass
 class Dataset:
+    """A checked dataset: its examples, the flow inputs and expected columns they map, and the file's hash."""
+
     path: Path
     examples: list[Example]
     columns: list[str]

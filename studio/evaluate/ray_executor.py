@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import InputError
-from studio.evaluate.batch import Outcome
 from studio.evaluate.datasets import Example
+from studio.evaluate.executors import Outcome
 from studio.flow.spec import load_flow_text
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
@@ -100,6 +100,7 @@ class RayExecutor:
         options: RunOptions,
         concurrency: int,
     ) -> AsyncIterator[tuple[Example, Outcome]]:
+        """Run each example as a Ray task; yield each (example, outcome) as it finishes."""
         flow = plan.flow
         flow_path = str(flow.path) if flow.path else None
         settings = asdict(options)
@@ -137,5 +138,6 @@ class RayExecutor:
         return Outcome(run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, data["latency_s"])
 
     def close(self) -> None:
+        """Shut Ray down when this executor started it."""
         if self.started_here and self.ray.is_initialized():
             self.ray.shutdown()

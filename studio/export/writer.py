@@ -28,8 +28,7 @@ from studio.export import source
 from studio.export.source import InputField, NameProblem, OutputField, Package
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.flow.spec import Flow, load_flow
-from studio.runtime.compiler import Plan, compile_flow
-from studio.runtime.subflows import load_sub_flow
+from studio.runtime.compiler import Plan, compile_flow, load_sub_flow
 from studio.types import ANY, PortType, type_of_value
 
 DEFAULT_TEST_SCRIPT = (

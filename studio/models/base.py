@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from studio.errors import ErrorKind
+
 Role = Literal["system", "user", "assistant"]
 TokenSink = Callable[[str], None]
 """Receives each piece of a reply's text as it arrives; the pieces join to the whole text."""
@@ -13,10 +15,13 @@ TokenSink = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Message:
+    """One chat message: a role and its text."""
+
     role: Role
     content: str
 
     def as_dict(self) -> dict[str, str]:
+        """The message as the OpenAI chat format writes it."""
         return {"role": self.role, "content": self.content}
 
 
@@ -39,6 +44,7 @@ class Request:
         return "\n".join(m.content for m in self.messages)
 
     def as_json(self) -> dict[str, Any]:
+        """The request as JSON (what the LLM cache key and the trace hold)."""
         body: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -55,6 +61,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Completion:
+    """A model's reply with its token counts, cost and latency."""
+
     text: str
     input_tokens: int
     output_tokens: int
@@ -74,7 +82,7 @@ class Completion:
 class ModelError(Exception):
     """A provider call failed; `kind` decides whether it is retried."""
 
-    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(self, kind: ErrorKind, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after_s = retry_after_s
@@ -85,7 +93,8 @@ class ModelClient(Protocol):
 
     name: str
 
-    async def complete(self, request: Request) -> Completion: ...
+    async def complete(self, request: Request) -> Completion:
+        """Answer one request; raises ModelError."""
 
 
 @runtime_checkable

@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from studio.errors import ErrorKind
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request, TokenSink
 from studio.models.capabilities import Capabilities, from_litellm
@@ -58,8 +59,8 @@ def resolve_secret(value: str | None) -> str | None:
     return os.environ[name]
 
 
-def _error_kind(litellm: Any, err: Exception) -> str:
-    table = [
+def _error_kind(litellm: Any, err: Exception) -> ErrorKind:
+    table: list[tuple[str, ErrorKind]] = [
         ("ContextWindowExceededError", "context_overflow"),
         ("AuthenticationError", "auth"),
         ("PermissionDeniedError", "auth"),

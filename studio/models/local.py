@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from studio.errors import ErrorKind
 from studio.models.base import Completion, ModelError, Request, TokenSink
 from studio.models.capabilities import LOCAL, Capabilities
 
@@ -176,7 +177,7 @@ def _error(detail: Any) -> ModelError:
     """Map an error body from the embedded server to a ModelError."""
     if not isinstance(detail, dict):
         return ModelError("server", f"{NAME}: {detail}")
-    kind = "bad_request" if detail.get("code") == 400 else "server"
+    kind: ErrorKind = "bad_request" if detail.get("code") == 400 else "server"
     return ModelError(kind, f"{NAME}: {detail.get('message', detail)}")
 
 

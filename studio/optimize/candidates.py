@@ -16,11 +16,9 @@ from typing import Any
 from studio.flow.fmt import dump, round_trip_yaml, yaml_value
 from studio.flow.refs import FLOW_INPUTS, Ref, parse_value
 from studio.flow.spec import Flow, load_flow_text
+from studio.node import Tunable
+from studio.runtime import registry
 from studio.runtime.compiler import Plan, compile_flow
-
-TUNABLE = ("llm.generate", "llm.classify")
-"""Node types whose prompt the optimizer edits (instructions, demos, form, strategy)."""
-OUTPUT_PORT = {"llm.generate": "text", "llm.classify": "label"}
 
 Path = tuple[str, ...]
 
@@ -138,8 +136,15 @@ class TunableNode:
     """Parsed input values (`Ref`s where wires are)."""
 
     @property
+    def surface(self) -> Tunable:
+        """What the node type lets the optimizer tune (`Node.tunable`)."""
+        surface = _surface(self.type)
+        assert surface is not None, self.type
+        return surface
+
+    @property
     def port(self) -> str:
-        return OUTPUT_PORT[self.type]
+        return self.surface.output
 
     def flow_inputs(self) -> dict[str, str] | None:
         """Template variable → flow input, when every input is read straight from the flow's inputs."""
@@ -155,10 +160,15 @@ def tunable_nodes(flow: Flow) -> list[TunableNode]:
     """The flow's nodes the search tunes, in file order."""
     found = []
     for node_id, spec in flow.spec.nodes.items():
-        if spec.type in TUNABLE:
+        if _surface(spec.type) is not None:
             inputs = {name: parse_value(value) for name, value in spec.inputs.items()}
             found.append(TunableNode(node_id, spec.type, dict(spec.config), spec.model or "default", inputs))
     return found
+
+
+def _surface(node_type: str) -> Tunable | None:
+    found = registry.get(node_type)
+    return found.tunable if found is not None else None
 
 
 def answer_source(flow: Flow, output: str) -> tuple[Ref, str | None] | None:

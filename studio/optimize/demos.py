@@ -57,7 +57,7 @@ def _as_text(value: Any) -> str:
 
 def _demo(node: TunableNode, inputs: dict[str, Any], answer: Any) -> dict[str, Any]:
     demo = {**inputs, node.port: _as_text(answer)}
-    if node.type == "llm.classify":  # classify demos are text and label, both strings
+    if node.surface.labels:  # classify demos are text and label, both strings
         return {"text": _as_text(demo.get("text", "")), "label": demo["label"]}
     return demo
 
@@ -75,7 +75,7 @@ def expressible(node: TunableNode) -> bool:
     `llm.generate` demos hold the prompt's variables plus the answer under `text`, so a prompt
     with a variable named `text` has no place for the answer.
     """
-    return not (node.type == "llm.generate" and node.port in node.inputs)
+    return node.surface.labels or node.port not in node.inputs
 
 
 def bootstrapped(node: TunableNode, traces: list[Trace]) -> list[dict[str, Any]]:
@@ -137,7 +137,7 @@ def topped_up(
     """Bootstrapped classify demos plus the labelled ones of every label no good run shows (as
     DSPy's BootstrapFewShot fills up with labelled demos): a label the model never gets right
     has no good run to learn from, and it is the one a demo must show."""
-    if node.type != "llm.classify" or not bootstrapped:
+    if not node.surface.labels or not bootstrapped:
         return bootstrapped
     shown = {demo["label"] for demo in bootstrapped}
     return bootstrapped + [demo for demo in labelled if demo["label"] not in shown]
@@ -151,7 +151,7 @@ def unseen(train: Dataset, shown: set[str]) -> list[Example]:
 def _valid(node: TunableNode, demos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Only well-formed demos; for classify, only those whose label is one of the node's labels."""
     demos = [d for d in demos if well_formed(d)]
-    if node.type != "llm.classify":
+    if not node.surface.labels:
         return demos
     labels = set(node.config.get("labels") or [])
     return [d for d in demos if d["label"] in labels]

@@ -14,8 +14,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from studio.evaluate.batch import ExampleResult, LocalExecutor, score_example
+from studio.evaluate.batch import ExampleResult, score_example
 from studio.evaluate.datasets import Example
+from studio.evaluate.executors import LocalExecutor
 from studio.evaluate.metrics import Metric
 from studio.optimize.meter import Meter, usage_key
 from studio.runtime.compiler import Plan

@@ -60,7 +60,7 @@ def _config_path(node: str, name: str) -> Path:
 def demo_sizes(node: TunableNode) -> tuple[int, ...]:
     """Demo counts in the order to try them: a classify node with 3 to 8 labels starts with one demo
     per label (a few-shot prompt that shows every label once), then the usual sizes."""
-    labels = len(node.config.get("labels") or []) if node.type == "llm.classify" else 0
+    labels = len(node.config.get("labels") or []) if node.surface.labels else 0
     first = (labels,) if DEMO_SIZES[0] < labels <= DEMO_SIZES[-1] else ()
     return (*first, *(size for size in DEMO_SIZES if size not in first))
 
@@ -95,7 +95,7 @@ def rewrite_moves(nm: NodeMoves) -> list[Move]:
 
 
 def form_moves(nm: NodeMoves) -> list[Move]:
-    default = "completion" if nm.node.type == "llm.classify" else "chat"
+    default = nm.node.surface.default_form
     other = "chat" if nm.config.get("form", default) == "completion" else "completion"
     return [Move("form", nm.node.id, f"form: {other}", {_config_path(nm.node.id, "form"): other})]
 
@@ -132,6 +132,11 @@ def temperature_moves(alias: str, current: float | None) -> list[Move]:
     ]
 
 
+def _edits_only_tunable_fields(node: TunableNode, move: Move) -> bool:
+    """Whether every config field the move sets is one the node type lets the optimizer edit."""
+    return all(path[2] != "config" or path[3] in node.surface.fields for path in move.edits if len(path) > 3)
+
+
 def round_moves(
     nodes: list[NodeMoves],
     aliases: list[str],
@@ -151,7 +156,8 @@ def round_moves(
             *strategy_moves(nm),
             *model_moves(nm, aliases),
         ]:
-            by_kind[move.kind].append(move)
+            if _edits_only_tunable_fields(nm.node, move):
+                by_kind[move.kind].append(move)
     for alias in sorted({nm.model for nm in nodes}):
         by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
     by_kind["topology"].extend(topology)

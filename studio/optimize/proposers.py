@@ -69,7 +69,7 @@ def library(node: TunableNode, expected: list[Any], current: dict[str, Any]) -> 
     """The deterministic rewrites that apply to a node, given its current config."""
     instructions = str(current.get("instructions") or "")
     rewrites = []
-    if node.type == "llm.classify":
+    if node.surface.labels:
         labels = ", ".join(current.get("labels") or [])
         rewrites.append(
             Rewrite("instructions", "label list", {"instructions": _joined(instructions, f"The labels are: {labels}.")})
@@ -110,7 +110,7 @@ def request(node: TunableNode, current: dict[str, Any], traces: list[Trace], var
         f"Step: {node.id} ({node.type})",
         f"Current instructions: {current.get('instructions') or '(none)'}",
     ]
-    if node.type == "llm.classify":
+    if node.surface.labels:
         lines.append(f"It must answer with one of the labels: {', '.join(current.get('labels') or [])}.")
     else:
         lines.append(f"Its prompt: {current.get('prompt', '')}")

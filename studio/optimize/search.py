@@ -44,10 +44,6 @@ from studio.runtime.compiler import Plan
 Progress = Callable[..., None]
 """Called as progress(event=, best=, alive=, calls=, cost_usd=, message=, **future_kwargs)."""
 Ask = Callable[[str], Awaitable[str | None]]
-STRATEGY_CALLS = {"single": 1, "reasoning": 2, "reflect": 3}
-CALIBRATION_CALLS = 3
-LOGPROB_MODELS = ("local/",)
-"""Model strings whose classify nodes ask calibration calls (providers that give logprobs)."""
 PERFECT = 1.0 - 1e-9
 """A best dev score no candidate can beat."""
 ANSWER_KINDS = ("demos", "instructions", "format")
@@ -75,27 +71,16 @@ class Settings:
 
 
 def calls_per_example(plan: Plan) -> float:
-    """Model calls one example needs, from the nodes' strategies (sub-flows not counted)."""
-    total = 0.0
-    for planned in plan.nodes.values():
-        if not planned.node.uses_model:
-            continue
-        config = planned.node.config
-        strategy = getattr(config, "strategy", "single")
-        total += getattr(config, "samples", 1) if strategy == "ensemble" else STRATEGY_CALLS.get(strategy, 1)
-    return total
+    """Model calls one example needs, as the nodes declare them (sub-flows not counted)."""
+    return sum(planned.node.model_calls() for planned in plan.nodes.values())
 
 
 def overhead_calls(plan: Plan) -> int:
-    """Calls a freshly compiled flow makes once: classify calibration on models that give logprobs."""
+    """Calls a freshly compiled flow makes once, as the nodes declare them (classify's calibration)."""
     total = 0
     for planned in plan.nodes.values():
-        config = planned.node.config
         model = plan.models[planned.model].model if planned.model else ""
-        if planned.type == "llm.classify" and getattr(config, "calibrate", False) and model.startswith(LOGPROB_MODELS):
-            ensemble = getattr(config, "strategy", "") == "ensemble" and len(getattr(config, "demos", [])) > 1
-            variants = getattr(config, "samples", 1) if ensemble else 1
-            total += CALIBRATION_CALLS * variants
+        total += planned.node.setup_calls(model)
     return total
 
 

@@ -34,9 +34,11 @@ class Budget:
             raise NodeError(f"budget exceeded: used {self.tokens} of --max-tokens {self.max_tokens}", kind="budget")
 
     def before_step(self) -> None:
+        """Raise NodeError(kind=budget) when --max-steps is reached."""
         if self.max_steps is not None and self.steps >= self.max_steps:
             raise NodeError(f"budget exceeded: ran {self.steps} of --max-steps {self.max_steps} steps", kind="budget")
 
     def charge(self, tokens: int, cost: float) -> None:
+        """Count one model call's tokens and cost."""
         self.tokens += tokens
         self.cost += cost

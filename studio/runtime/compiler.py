@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import difflib
 import graphlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -14,11 +16,12 @@ from pydantic import ValidationError
 
 from studio.errors import CompileError, FlowError
 from studio.flow import templates
+from studio.flow.loader import Document
 from studio.flow.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
-from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec
-from studio.node import Node, TemplateInputs
+from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec, load_flow, parse
+from studio.node import Node, SubFlowSignature, TemplateInputs
 from studio.runtime import registry
-from studio.types import PortType, accepts, parse_type, type_of_value
+from studio.types import ANY, PortType, accepts, parse_type, type_of_value
 
 DEFAULT_MODEL = "default"
 
@@ -125,8 +128,7 @@ class _Compiler:
             loc = [str(p) for p in first["loc"]]
             message = f"unknown config field {loc[-1]!r}" if first["type"] == "extra_forbidden" else first["msg"]
             raise self.fail(message, "nodes", node_id, "config", *loc, node=node_id) from None
-        node = node_type(config)
-        node.flow_dir = self.flow.base_dir
+        node = node_type(config, flow_dir=self.flow.base_dir, sub_flows=sub_flow_signature)
         try:
             problems = node.check()
         except FlowError as err:
@@ -286,3 +288,46 @@ def _apply_overrides(flow: Flow, overrides: Mapping[str, str]) -> dict[str, Mode
 def compile_flow(flow: Flow, model_overrides: Mapping[str, str] | None = None) -> Plan:
     """Check a flow and return its frozen Plan; raises CompileError naming file, line and field."""
     return _Compiler(flow, model_overrides or {}).compile()
+
+
+_PLANS: dict[tuple[str, ...], Plan] = {}
+"""Compiled sub-flows by file and modification time (or inline text): a map over a hundred
+items compiles its sub-flow once."""
+
+
+def load_sub_flow(
+    source: str | dict[str, Any], base_dir: Path, caller: str, models: Mapping[str, str] | None = None
+) -> Plan:
+    """Compile a sub-flow (cached while its file is unchanged); raises FlowError.
+
+    A sub-flow is a path relative to the calling flow's file, or an inline mapping. `models`
+    are the run's alias overrides (`--model`): they apply inside sub-flows too, so swapping
+    `default` swaps it everywhere in the run.
+    """
+    overrides = json.dumps(dict(models or {}), sort_keys=True)
+    if isinstance(source, str):
+        path = (base_dir / source).resolve()
+        key: tuple[str, ...] = (str(path), str(path.stat().st_mtime_ns) if path.exists() else "", overrides)
+        if key not in _PLANS:
+            _PLANS[key] = compile_flow(load_flow(path), models)
+        return _PLANS[key]
+    text = json.dumps(source, sort_keys=True)
+    key = (str(base_dir), text, overrides)
+    if key not in _PLANS:
+        document = Document(data=source, lines={}, file=f"{caller} (inline flow)")
+        _PLANS[key] = compile_flow(parse(document, text, base_dir / "inline.yaml"), models)
+    return _PLANS[key]
+
+
+def sub_flow_signature(source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature:
+    """A sub-flow's input ports, required inputs and output ports, read without running it."""
+    plan = load_sub_flow(source, base_dir, "sub-flow")
+    outputs: dict[str, PortType] = {}
+    for name, value in plan.outputs.items():
+        if isinstance(value, Ref):
+            node_ports = plan.input_types if value.node == FLOW_INPUTS else plan.nodes[value.node].node.output_ports()
+            outputs[name] = node_ports.get(value.port, ANY)
+        else:
+            outputs[name] = ANY
+    required = {name for name, spec in plan.inputs.items() if spec.required}
+    return dict(plan.input_types), required, outputs

@@ -8,6 +8,7 @@ copies the steps upstream of a node into a new run. The engine never imports the
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from studio.errors import FlowError, InputError, NodeError
+from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
 from studio.flow import templates
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
 from studio.flow.spec import Flow, load_flow
@@ -25,27 +26,16 @@ from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.runtime.budget import Budget
-from studio.runtime.compiler import Plan, PlanNode, compile_flow
+from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
+from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
-from studio.runtime.subflows import SubFlows
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store, new_id, now
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, StepStatus, Store, new_id, now
 from studio.tools import resolve_tools
 from studio.types import PortType
 
 DEFAULT_MAX_CONCURRENCY = 100
-NOT_RETRIED = {
-    "auth",
-    "template_error",
-    "bad_input",
-    "budget",
-    "bad_request",
-    "no_model",
-    "blocked",
-    "limit",
-    "invalid_output",
-    "context_overflow",
-}
-Hook = Callable[..., None]
+MAX_DEPTH = 8
+"""How deep sub-flows nest (`flow.call`, `control.map`, `control.loop`) before a run refuses."""
 
 
 class _Skipped:
@@ -75,17 +65,27 @@ class RunOptions:
     stream: bool = False
     """Stream model replies: each piece is emitted as a `token` event (run_id, node, text).
     Also on whenever a hook has `wants_tokens = True`; off, calls are made whole (faster)."""
+    max_concurrency: int | None = None
+    """Nodes running at once; None: the engine's (`DEFAULT_MAX_CONCURRENCY`)."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
+        """Options from their JSON form; unknown keys (from a newer version) are ignored."""
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
+
+    @classmethod
+    def of_run(cls, record: RunRecord) -> RunOptions:
+        """The options a run was started with: what a resume or a rerun keeps (the one place they are read back)."""
+        return cls.from_json(record.options)
 
 
 @dataclass
 class StepSummary:
+    """One step as `flowstudio run --json` lists it."""
+
     node: str
-    status: str
+    status: StepStatus
     attempt: int
     tokens: int
     cost_usd: float
@@ -98,7 +98,7 @@ class RunResult:
     """What `flowstudio run --json` prints."""
 
     run_id: str
-    status: str
+    status: RunStatus
     outputs: dict[str, Any] | None
     error: str | None
     tokens: int
@@ -106,6 +106,7 @@ class RunResult:
     steps: list[StepSummary] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
+        """The result as `flowstudio run --json` prints it."""
         return {
             "run_id": self.run_id,
             "status": self.status,
@@ -184,7 +185,7 @@ class _Graph:
         """Order in which nodes finished, for `gather_order() == "arrival"`."""
         self.failure: str | None = None
         self.waiting: list[str] = []
-        self.semaphore = asyncio.Semaphore(shared.engine.max_concurrency)
+        self.semaphore = asyncio.Semaphore(shared.options.max_concurrency or shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
         self._clients: dict[str, ModelClient] = {}
 
@@ -378,7 +379,7 @@ class _Graph:
             flow_dir=self.plan.flow.base_dir,
             llm=self._llm(node, path, calls),
             attempt=attempt,
-            call_flow=SubFlows(self, path).call,
+            call_flow=functools.partial(self.call_flow, path),
             supplied=self.shared.supplied.get(path, NO_VALUE),
             tools=self.tools,
             mcp=self.shared.mcp,
@@ -395,6 +396,24 @@ class _Graph:
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
         on_token = self.shared.engine.token_sink(self.shared.run.run_id, path, self.shared.options)
         return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache, on_token)
+
+    async def call_flow(
+        self, path: str, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = ""
+    ) -> dict[str, Any]:
+        """The `ctx.call_flow` of the node at `path`: a sub-flow run inside this run, its steps
+        named under the calling node (`map[2].summarise`)."""
+        if self.depth >= MAX_DEPTH:
+            raise NodeError(
+                f"sub-flows nested deeper than {MAX_DEPTH} levels (a flow calling itself?)", kind="bad_flow"
+            )
+        try:
+            caller = f"{self.plan.flow.file}:{path}"
+            plan = load_sub_flow(flow, self.plan.flow.base_dir, caller, self.shared.options.models)
+            values = prepare_inputs(plan, inputs)
+        except FlowError as err:
+            raise NodeError(f"sub-flow: {err}", kind="bad_input") from None
+        prefix = f"{path}[{label}]." if label else f"{path}."
+        return await self.run_child(plan, values, prefix)
 
     async def run_child(self, plan: Plan, inputs: dict[str, Any], prefix: str) -> dict[str, Any]:
         """Run a sub-flow as part of this run; its steps are named under `prefix`."""
@@ -421,10 +440,10 @@ class Engine:
         self.max_concurrency = max_concurrency
         self.hooks = hooks or []
 
-    def emit(self, event: str, **details: Any) -> None:
+    def emit(self, event: HookEvent, *, run_id: str, **details: Any) -> None:
         """Call every hook with keyword arguments; hooks take **future_kwargs."""
         for hook in self.hooks:
-            hook(event=event, **details)
+            hook(event=event, run_id=run_id, **details)
 
     def token_sink(self, run_id: str, node: str, options: RunOptions) -> Callable[[str], None] | None:
         """Where a node's streamed reply goes: `token` events, when the run or a hook wants them."""
@@ -480,7 +499,7 @@ class Engine:
         record = self._get_run(run_id)
         if record.status == "succeeded":
             raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
-        options = options or RunOptions.from_json(record.options)
+        options = options or RunOptions.of_run(record)
         plan = compile_flow(self._same_flow(record), options.models)
         steps = self.store.steps(run_id)
         finished = _latest(steps, {"succeeded", "skipped"})
@@ -499,7 +518,7 @@ class Engine:
     async def rerun(self, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
         """A new run of the same inputs reusing every step upstream of `from_node`."""
         record = self._get_run(run_id)
-        options = options or RunOptions.from_json(record.options)
+        options = options or RunOptions.of_run(record)
         flow = load_flow(record.flow_path) if record.flow_path else self._stored_flow(record)
         plan = compile_flow(flow, options.models)
         if from_node not in plan.nodes:
@@ -578,7 +597,7 @@ def _takes_null(port: PortType | None, value: Any) -> bool:
     return port.optional or (isinstance(value, list) and port.item is not None and port.item.optional)
 
 
-def _latest(steps: list[StepRecord], statuses: set[str]) -> dict[str, StepRecord]:
+def _latest(steps: list[StepRecord], statuses: set[StepStatus]) -> dict[str, StepRecord]:
     """The last step of each node path, kept when its status is in `statuses`."""
     last = {step.node: step for step in steps}
     return {path: step for path, step in last.items() if step.status in statuses}

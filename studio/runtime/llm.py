@@ -11,27 +11,19 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
-from studio.errors import NodeError
+from studio.errors import TRANSIENT, ErrorKind, NodeError
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request, StreamingClient, TokenSink
 from studio.models.capabilities import Capabilities
 from studio.node import ToolCall, ToolReply
 from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
+from studio.store.base import LLMCache as Cache
 
 DEFAULT_MAX_TOKENS = 256
-TRANSIENT = {"rate_limit", "timeout", "server", "bad_json"}
 MAX_DELAY_S = 30.0
-
-
-class Cache(Protocol):
-    """The part of a store the LLM cache needs."""
-
-    def cache_get(self, key: str) -> dict[str, Any] | None: ...
-
-    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
 
 
 def cache_key(spec: ModelSpec, request: Request, client: ModelClient) -> str:
@@ -100,7 +92,8 @@ class BoundLLM:
         extra: dict[str, Any] | None = None,
     ) -> Completion:
         """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
-        errors, kind = [], "model_error"
+        errors: list[str] = []
+        kind: ErrorKind = "model_error"
         for alias in [self.alias, *self.models[self.alias].fallbacks]:
             spec = self.models[alias]
             request = build_request(

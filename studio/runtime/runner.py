@@ -10,7 +10,8 @@ from typing import Any
 
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import compile_flow
-from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, Hook, RunOptions, RunResult
+from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunOptions, RunResult
+from studio.runtime.hooks import Hook
 from studio.store import SQLiteStore, default_db_path
 from studio.telemetry import hooks_from_env
 
@@ -46,6 +47,8 @@ async def run_flow_async(
     options = options or RunOptions()
     if model_overrides:
         options.models = dict(model_overrides)
+    if max_concurrency is not None:
+        options.max_concurrency = max_concurrency
     plan = compile_flow(load_flow(flow), options.models)
     async with _engine(db, max_concurrency, hooks) as engine:
         return await engine.run(plan, inputs, options=options, experiment_id=experiment_id)

@@ -21,7 +21,6 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from studio.cli.reports import step_row
 from studio.errors import FlowError, InputError
 from studio.runtime.engine import Engine, RunOptions
 from studio.serve import DEFAULT_MAX_RUNS, chat
@@ -30,6 +29,7 @@ from studio.serve.events import Event, parse_id, run_object
 from studio.serve.manager import Mode, NotNow, RunManager, Start
 from studio.serve.schemas import add_flow_paths
 from studio.store import SQLiteStore
+from studio.store.base import step_row
 
 log = logging.getLogger("flowstudio.serve")
 OPEN_PATHS = {"/healthz"}

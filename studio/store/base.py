@@ -1,5 +1,8 @@
 """What the engine and the viewers need from a store, and the records they exchange.
 
+The protocol is split by concern: `RunStore` (runs, steps, calls), `LLMCache`, `ExperimentStore`;
+`Store` is all three. Each concern has its conformance suite in tests/store/.
+
 Records are JSON-ready dataclasses: the store never pickles anything.
 """
 
@@ -9,6 +12,8 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from studio.errors import ErrorKind
 
 RunStatus = Literal["running", "succeeded", "failed", "waiting", "cancelled"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
@@ -20,6 +25,7 @@ def now() -> str:
 
 
 def new_id() -> str:
+    """A fresh 16-hex-digit id for a run or an experiment."""
     return uuid.uuid4().hex[:16]
 
 
@@ -28,21 +34,37 @@ class RunRecord:
     """One execution of a flow."""
 
     run_id: str
+    """The run's id (16 hex digits)."""
     flow: str
+    """The flow's `name`."""
     flow_path: str | None
+    """The flow file the run read; None for a flow given as text."""
     flow_hash: str
+    """Hash of the flow text, so a resume can refuse an edited flow."""
     inputs: dict[str, Any]
+    """The flow inputs, checked and completed with defaults."""
     status: RunStatus = "running"
+    """`running`, then `succeeded`, `failed` or `waiting`."""
     outputs: dict[str, Any] | None = None
+    """The flow outputs once the run succeeded."""
     error: str | None = None
+    """Why the run failed or what it waits for."""
     tokens: int = 0
+    """Tokens of every model call, summed over the steps."""
     cost_usd: float = 0.0
+    """USD of every model call, summed over the steps."""
     steps: int = 0
+    """How many steps were recorded."""
     started_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
     ended_at: str | None = None
+    """ISO 8601, UTC; None while the run is running (or after a crash)."""
     parent_run_id: str | None = None
+    """The run a rerun started from."""
     experiment_id: str | None = None
+    """The experiment (batch, optimizer search) the run belongs to."""
     options: dict[str, Any] = field(default_factory=dict)
+    """The RunOptions as JSON: what a resume keeps."""
 
 
 @dataclass
@@ -50,16 +72,27 @@ class CallRecord:
     """One model call made by a step."""
 
     node: str
+    """The calling step's path (`map[2].summarise`)."""
     model: str
+    """The model string called: the alias's, or a fallback alias's."""
     request: dict[str, Any]
+    """The request as JSON: messages or prompt, and parameters."""
     response: str | None
+    """The reply text; None when the call failed."""
     input_tokens: int = 0
+    """Prompt tokens."""
     output_tokens: int = 0
+    """Generated tokens."""
     cost_usd: float = 0.0
+    """What the call cost (0 for a cache hit or a local model)."""
     latency_s: float = 0.0
+    """Seconds the call took."""
     cache_hit: bool = False
+    """Whether the reply came from the LLM cache."""
     error: str | None = None
+    """Why the call failed (`kind: message`); None when it succeeded."""
     started_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
 
 
 @dataclass
@@ -67,18 +100,31 @@ class StepRecord:
     """One node execution (or skip) within a run."""
 
     node: str
+    """The step's path: the node id, under its parents inside sub-flows (`map[2].summarise`)."""
     status: StepStatus
+    """`succeeded`, `failed`, `skipped` or `waiting`."""
     inputs: dict[str, Any] | None = None
+    """The values the node was given, wires resolved."""
     outputs: dict[str, Any] | None = None
+    """The node's outputs when it succeeded."""
     error: str | None = None
-    error_kind: str | None = None
+    """Why the step failed, or the prompt of a waiting step."""
+    error_kind: ErrorKind | None = None
+    """The failure class (`ErrorKind`)."""
     attempt: int = 1
+    """The attempt that finished the step (1 unless `retry:` ran it again)."""
     tokens: int = 0
+    """Tokens of the step's model calls."""
     cost_usd: float = 0.0
+    """USD of the step's model calls."""
     started_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
     ended_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
     cached: bool = False
+    """Whether every model call of the step was a cache hit."""
     reused: bool = False
+    """Whether a rerun copied the step from its parent run instead of running it."""
 
 
 @dataclass
@@ -86,13 +132,17 @@ class ExperimentRecord:
     """A group of runs made for one purpose: a batch evaluation, an optimizer search."""
 
     experiment_id: str
+    """The experiment's id (16 hex digits)."""
     kind: str
+    """`batch` or `optimize`."""
     flow: str
+    """The flow's `name`."""
     config: dict[str, Any] = field(default_factory=dict)
     """What was run: flow path and hash, dataset, mapping, metric, options."""
     summary: dict[str, Any] | None = None
     """The result, set when the experiment finishes; None while it runs (or after a crash)."""
     created_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
 
 
 @dataclass(frozen=True)
@@ -116,14 +166,20 @@ class RunFilter:
         )
 
 
-class Store(Protocol):
+class RunStore(Protocol):
     """Runs, their steps and model calls. One finished step is one atomic write."""
 
-    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None: ...
+    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        """Record a new run (status `running`), with the flow text it ran."""
+        ...
 
-    def flow_text(self, run_id: str) -> str | None: ...
+    def flow_text(self, run_id: str) -> str | None:
+        """The flow text a run was started with; None when it was not stored."""
+        ...
 
-    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None: ...
+    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """Write one finished step and its model calls in one transaction (the checkpoint)."""
+        ...
 
     def finish_run(
         self,
@@ -132,21 +188,29 @@ class Store(Protocol):
         status: RunStatus,
         outputs: dict[str, Any] | None,
         error: str | None,
-    ) -> RunRecord: ...
+    ) -> RunRecord:
+        """Make a run final: status, outputs, error and its totals over the steps; returns it."""
+        ...
 
-    def set_status(self, run_id: str, status: RunStatus) -> None: ...
+    def set_status(self, run_id: str, status: RunStatus) -> None:
+        """Set a run's status (a resume sets `running` again)."""
+        ...
 
-    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or None when the store has none by that id."""
+        ...
 
-    def cache_get(self, key: str) -> dict[str, Any] | None: ...
+    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
+        """The newest runs first, optionally of one flow or status."""
+        ...
 
-    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
+    def steps(self, run_id: str) -> list[StepRecord]:
+        """The run's steps, in the order they finished."""
+        ...
 
-    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]: ...
-
-    def steps(self, run_id: str) -> list[StepRecord]: ...
-
-    def calls(self, run_id: str) -> list[CallRecord]: ...
+    def calls(self, run_id: str) -> list[CallRecord]:
+        """The run's model calls, in the order they were made."""
+        ...
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
         """One page of runs matching `where` (None: all), newest first (read-only)."""
@@ -160,22 +224,70 @@ class Store(Protocol):
         """Every flow name that has a run, sorted (read-only)."""
         ...
 
-    def close(self) -> None: ...
-
     def import_run(
         self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
     ) -> None:
         """Write a finished run made elsewhere (a Ray worker), as is, in one transaction."""
         ...
 
-    def create_experiment(self, experiment: ExperimentRecord) -> None: ...
 
-    def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord: ...
+class LLMCache(Protocol):
+    """Model replies by content address (`studio.runtime.llm.cache_key`): a repeated call is served from here."""
 
-    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None: ...
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        """The reply stored under `key`, or None."""
+        ...
 
-    def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]: ...
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """Store a reply under `key` (a later put replaces it)."""
+        ...
+
+
+class ExperimentStore(Protocol):
+    """Experiments (a batch evaluation, an optimizer search) and the runs made for them."""
+
+    def create_experiment(self, experiment: ExperimentRecord) -> None:
+        """Record a new experiment (no summary yet)."""
+        ...
+
+    def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord:
+        """Store the experiment's summary; returns the experiment."""
+        ...
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
+        """The experiment, or None when the store has none by that id."""
+        ...
+
+    def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]:
+        """The newest experiments first, optionally of one kind."""
+        ...
 
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         """The experiment's runs, oldest first."""
         ...
+
+
+class Store(RunStore, LLMCache, ExperimentStore, Protocol):
+    """A whole store: every concern above, and `close`."""
+
+    def close(self) -> None:
+        """Release the store (the SQLite connection); nothing is lost."""
+        ...
+
+
+def step_row(step: StepRecord) -> dict[str, Any]:
+    """One entry of `flowstudio trace RUN_ID --json`."""
+    return {
+        "node": step.node,
+        "status": step.status,
+        "attempt": step.attempt,
+        "inputs": step.inputs,
+        "outputs": step.outputs,
+        "error": step.error,
+        "tokens": step.tokens,
+        "cost_usd": round(step.cost_usd, 10),
+        "started_at": step.started_at,
+        "ended_at": step.ended_at,
+        "cached": step.cached,
+        "reused": step.reused,
+    }

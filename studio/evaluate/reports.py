@@ -1,0 +1,90 @@
+"""What `flowstudio batch` and `flowstudio experiments` print: tables over stored summaries."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from studio.evaluate.options import KIND
+from studio.store.base import ExperimentRecord
+
+
+def experiment_row(record: ExperimentRecord) -> dict[str, Any]:
+    """One entry of `flowstudio experiments --json`."""
+    summary = record.summary or {}
+    return {
+        "experiment_id": record.experiment_id,
+        "kind": record.kind,
+        "flow": record.flow,
+        "created_at": record.created_at,
+        "status": summary.get("status", "unfinished"),
+        "examples": summary.get("examples", record.config.get("examples")),
+        "score": summary.get("score"),
+        "errors": summary.get("errors"),
+        "cost_usd": summary.get("cost_usd"),
+    }
+
+
+def print_experiments(records: list[ExperimentRecord], console: Console | None = None) -> None:
+    """Newest first; `kind` only when they are not all batches (it fits 80 columns without)."""
+    kinds = len({r.kind for r in records}) > 1 or any(r.kind != KIND for r in records)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("experiment", no_wrap=True)
+    if kinds:
+        table.add_column("kind")
+    table.add_column("flow")
+    table.add_column("created", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for name in ("n", "score", "errors", "cost $"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for record in records:
+        row = experiment_row(record)
+        table.add_row(
+            record.experiment_id,
+            *([record.kind] if kinds else []),
+            record.flow,
+            record.created_at[5:16].replace("T", " "),
+            "done" if row["status"] == "finished" else "unfinished",
+            "-" if row["examples"] is None else str(row["examples"]),
+            "-" if row["score"] is None else f"{row['score']:.3f}",
+            "-" if row["errors"] is None else str(row["errors"]),
+            "-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}",
+        )
+    (console or Console()).print(table)
+
+
+def print_summary(
+    summary: Mapping[str, Any], errors: list[str], out: str | None, console: Console | None = None
+) -> None:
+    """The table `flowstudio batch` ends with, and the first errors, each naming its row."""
+    console = console or Console()
+    table = Table(show_header=False, title=f"batch {summary.get('experiment_id', '')} · {summary.get('flow', '')}")
+    score = summary.get("score")
+    if score is not None:
+        low, high = summary["score_ci"]
+        table.add_row(f"score ({summary['metric']})", f"{score:.3f}  (95% CI {low:.3f}-{high:.3f})")
+    else:
+        table.add_row("score", "- (no expected column, no metric)")
+    table.add_row(
+        "examples",
+        f"{summary['examples']} ({summary['resumed']} from before)" if summary["resumed"] else str(summary["examples"]),
+    )
+    table.add_row(
+        "errors", f"{summary['errors']} ({summary['failed']} failed runs, {summary['metric_errors']} metric errors)"
+    )
+    table.add_row("cost $", f"{summary['cost_usd']:.6f} total, {summary['cost_per_example']:.6f} per example")
+    table.add_row("tokens", str(summary["tokens"]))
+    table.add_row("latency", f"p50 {summary['latency_p50_s']:.3f} s, p95 {summary['latency_p95_s']:.3f} s per example")
+    table.add_row("time", f"{summary['seconds']:.2f} s ({summary['examples_per_s']} examples/s)")
+    if "judge" in summary:
+        judge = summary["judge"]
+        table.add_row("judge", f"{judge['calls']} calls, {judge['tokens']} tokens, ${judge['cost_usd']:.6f}")
+    if out:
+        table.add_row("results", out)
+    console.print(table)
+    for message in errors:
+        console.print(f"[red]error:[/] {message}", highlight=False)

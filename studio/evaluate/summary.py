@@ -1,0 +1,174 @@
+"""A batch's results: each example's outcome and score, and the typed summary over them."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from studio.evaluate.datasets import Example
+from studio.evaluate.executors import Outcome
+from studio.evaluate.metrics import LLMJudge, Metric
+
+
+@dataclass
+class ExampleResult:
+    """One example's outcome and its score."""
+
+    index: int
+    line: int
+    outcome: Outcome
+    score: float | None = None
+    metric_error: str | None = None
+    resumed: bool = False
+
+    def as_json(self, example: Example) -> dict[str, Any]:
+        """One line of `--out results.jsonl`."""
+        o = self.outcome
+        return {
+            "index": self.index,
+            "line": self.line,
+            "run_id": o.run_id,
+            "status": o.status,
+            "inputs": example.inputs,
+            "outputs": o.outputs,
+            "expected": example.expected,
+            "score": self.score,
+            "error": o.error or self.metric_error,
+            "tokens": o.tokens,
+            "cost_usd": round(o.cost_usd, 10),
+            "latency_s": round(o.latency_s, 4),
+        }
+
+
+def confidence_interval(scores: list[float], z: float = 1.96) -> tuple[float, float]:
+    """95% interval of the mean score: Wilson's for 0/1 scores, else the normal one, within [0, 1]."""
+    n = len(scores)
+    if n == 0:
+        return (0.0, 0.0)
+    mean = sum(scores) / n
+    if all(s in (0.0, 1.0) for s in scores):
+        centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+        half = z * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    else:
+        centre = mean
+        half = z * (statistics.stdev(scores) if n > 1 else 0.0) / math.sqrt(n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0-100); 0 for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+@dataclass(frozen=True, eq=False)
+class BatchSummary(Mapping[str, Any]):
+    """The summary stored with the experiment and printed by `batch --json`; reads as that JSON
+    mapping too (`summary["score"]`)."""
+
+    experiment_id: str
+    flow: str
+    """The flow's name."""
+    status: str
+    """`finished`: every example ran and was scored."""
+    metric: str | None
+    examples: int
+    succeeded: int
+    failed: int
+    """Examples whose run did not succeed (scored 0)."""
+    metric_errors: int
+    """Examples the metric could not score (scored 0)."""
+    errors: int
+    score: float | None
+    """Mean score; None without a metric."""
+    score_ci: list[float] | None
+    """95% interval of the mean score."""
+    cost_usd: float
+    cost_per_example: float
+    tokens: int
+    latency_p50_s: float
+    latency_p95_s: float
+    ran: int
+    """Examples run by this call (the others were read back from the experiment)."""
+    resumed: int
+    seconds: float
+    examples_per_s: float | None
+    judge: dict[str, Any] | None = None
+    """The LLM judge's calls, tokens and cost, when the metric is one."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The summary as JSON (`judge` only when the metric is an LLM judge)."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.judge is None:
+            del data["judge"]
+        return data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.as_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.as_json())
+
+    def __len__(self) -> int:
+        return len(self.as_json())
+
+
+def summarise(
+    results: list[ExampleResult], metric: Metric | None, *, experiment_id: str, flow: str, seconds: float, ran: int
+) -> BatchSummary:
+    """The summary of a batch's results, in dataset order."""
+    n = len(results)
+    outcomes = [r.outcome for r in results]
+    scores = [r.score for r in results if r.score is not None]
+    failed = sum(o.status != "succeeded" for o in outcomes)
+    metric_errors = sum(r.metric_error is not None for r in results)
+    cost = sum(o.cost_usd for o in outcomes)
+    latencies = [o.latency_s for o in outcomes]
+    score = sum(scores) / len(scores) if scores else None
+    judge = None
+    if metric is not None and isinstance(metric.fn, LLMJudge):
+        fn = metric.fn
+        judge = {"calls": fn.calls, "tokens": fn.tokens, "cost_usd": round(fn.cost_usd, 10)}
+    return BatchSummary(
+        experiment_id=experiment_id,
+        flow=flow,
+        status="finished",
+        metric=metric.name if metric else None,
+        examples=n,
+        succeeded=n - failed,
+        failed=failed,
+        metric_errors=metric_errors,
+        errors=failed + metric_errors,
+        score=round(score, 6) if score is not None else None,
+        score_ci=[round(x, 6) for x in confidence_interval(scores)] if scores else None,
+        cost_usd=round(cost, 10),
+        cost_per_example=round(cost / n, 10) if n else 0.0,
+        tokens=sum(o.tokens for o in outcomes),
+        latency_p50_s=round(percentile(latencies, 50), 4),
+        latency_p95_s=round(percentile(latencies, 95), 4),
+        ran=ran,
+        resumed=n - ran,
+        seconds=round(seconds, 3),
+        examples_per_s=round(ran / seconds, 2) if seconds > 0 else None,
+        judge=judge,
+    )
+
+
+def first_errors(results: list[ExampleResult], limit: int = 5) -> Iterator[str]:
+    """Messages of the first failing examples, each naming its row."""
+    count = 0
+    for result in results:
+        message = result.outcome.error if result.outcome.status != "succeeded" else result.metric_error
+        if message is None:
+            continue
+        if count == limit:
+            return
+        count += 1
+        prefix = "" if message.startswith("row ") else f"row {result.line}: "
+        yield prefix + message
