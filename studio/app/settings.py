@@ -12,7 +12,6 @@ from studio.cli.launch import DIR_ENV
 from studio.store import SQLiteStore, default_db_path
 
 
-
 @dataclass(frozen=True)
 class Settings:
     """`db`: the SQLite store; `flows_dir`: where the Run page looks for flows."""

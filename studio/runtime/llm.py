@@ -30,7 +30,7 @@ class Cache(Protocol):
 
     def cache_get(self, key: str) -> dict[str, Any] | None: ...
 
-    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
+    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None: ...
 
 
 def cache_key(spec: ModelSpec, request: Request, client: ModelClient) -> str:
@@ -156,7 +156,7 @@ class BoundLLM:
                 continue
             self._record(spec, request, completion, started_at, time.perf_counter() - start)
             if key and self.cache:
-                self.cache.cache_put(
+                self.cache.post_cache_put(
                     key,
                     spec.model,
                     {
