@@ -6,7 +6,9 @@ Parts:
     SQLite store (synchronous=FULL, one transaction per step) and on the memory store.
     examples/s for each (best of --repeat timings); the store's share of the time is
     1 - t_memory / t_sqlite. Once with a model that answers at once, once with 20 ms of model
-    latency per call.
+    latency per call. The SQLite store runs twice: with group commit (the default: concurrent
+    runs share one writer and its transactions) and with one transaction per write, committed
+    from the event loop (`SQLiteStore(group_commit=False)`, the store before group commit).
   * cache - the same batch twice on one SQLite store with the LLM cache on: model calls
     made by the second batch (expected 0) and its examples/s.
   * zero_shot - the embedded model (local/smollm2) on each generated task's test split
@@ -82,19 +84,28 @@ async def throughput(folder: Path, examples: int, repeat: int) -> list[dict[str,
     for delay in (0.0, 0.02):
         options = _write(folder, examples, delay)
         for concurrency in CONCURRENCY:
-            t_sqlite, t_memory = float("inf"), float("inf")
+            t_sqlite, t_single, t_memory = float("inf"), float("inf"), float("inf")
+            transactions = 0
             for attempt in range(repeat):
                 sqlite = SQLiteStore(folder / f"t-{delay}-{concurrency}-{attempt}.db")
                 t_sqlite = min(t_sqlite, (await _timed(options, sqlite, concurrency))[0])
+                transactions = sqlite.writer.transactions if sqlite.writer else 0
                 sqlite.close()
+                single = SQLiteStore(folder / f"s-{delay}-{concurrency}-{attempt}.db", group_commit=False)
+                t_single = min(t_single, (await _timed(options, single, concurrency))[0])
+                single.close()
                 t_memory = min(t_memory, (await _timed(options, MemoryStore(), concurrency))[0])
             rows.append(
                 {
                     "model_latency_s": delay,
                     "concurrency": concurrency,
                     "sqlite_examples_per_s": round(examples / t_sqlite, 1),
+                    "one_transaction_per_write_examples_per_s": round(examples / t_single, 1),
                     "memory_examples_per_s": round(examples / t_memory, 1),
                     "store_share": round(max(0.0, 1 - t_memory / t_sqlite), 3),
+                    "store_share_one_transaction_per_write": round(max(0.0, 1 - t_memory / t_single), 3),
+                    "group_commit_speedup": round(t_single / t_sqlite, 2),
+                    "group_commit_transactions": transactions,
                 }
             )
             print(json.dumps(rows[-1]), file=sys.stderr)

@@ -54,3 +54,27 @@ async def test_ray_batch_scores_equal_a_local_run_and_lands_in_the_store(ray_run
         assert stored.summary["score"] == remote.summary["score"] and len(stored.summary["scores"]) == 4
     finally:
         store.close()
+
+
+def _model_calls(store: SQLiteStore, experiment_id: str) -> tuple[int, int]:
+    """(answered calls made at the model, calls served from the cache) by the experiment's runs;
+    a failed call (the fixture's `crash` example) is never cached, so it is left out."""
+    calls = [c for run in store.runs_of_experiment(experiment_id) for c in store.calls(run.run_id) if not c.error]
+    return sum(not c.cache_hit for c in calls), sum(c.cache_hit for c in calls)
+
+
+async def test_a_repeated_ray_batch_is_served_from_the_drivers_cache(ray_runtime: None, tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "ray.db")
+    try:
+        options = BatchOptions(flow=QA, data=DATA, cache=True, executor="ray", concurrency=4)
+        first = await batch(options, store)
+        made, _ = _model_calls(store, first.experiment_id)
+        assert made > 0
+        assert store.conn.execute("SELECT count(*) FROM cache").fetchone()[0] >= made  # written through the driver
+        again = await batch(options, store)
+        assert _model_calls(store, again.experiment_id) == (0, made)  # every call served from the cache
+        assert _per_example(again) == _per_example(first)
+        local = await batch(BatchOptions(flow=QA, data=DATA, cache=True), store)
+        assert _model_calls(store, local.experiment_id) == (0, made)  # and the local executor shares it
+    finally:
+        store.close()

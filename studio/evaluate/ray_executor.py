@@ -8,6 +8,11 @@ like local ones, and scores them itself, so the scores equal a local run's.
 
 Without an address a local Ray runtime is started (and shut down at the end); with
 `--ray-address` the batch joins an existing cluster. Needs the `ray` extra.
+
+The LLM cache goes through the driver: a task asks a cache actor the driver owns (pinned to the
+driver's node, reading the driver's SQLite store) before each model call, and returns the replies
+it paid for with its run; the driver writes them into its store and hands them to the actor, so
+later tasks of the batch, and every task of a repeated batch, are served without a call.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import CallRecord, RunRecord, StepRecord, Store
 from studio.store.memory import MemoryStore
+from studio.store.sqlite import SQLiteStore
 
 _plans: dict[tuple[str, str, tuple[tuple[str, str], ...]], Plan] = {}
 """Compiled plans per worker process, so a worker compiles each flow once."""
@@ -40,20 +46,56 @@ def _ray() -> Any:
     return ray
 
 
-class _RecordingStore(MemoryStore):
-    """A memory store that also keeps each step with its own model calls, for the driver."""
+class CacheService:
+    """The driver's LLM cache, served to Ray tasks (a Ray actor on the driver's node)."""
 
-    def __init__(self) -> None:
+    def __init__(self, db: str | None) -> None:
+        self.store = SQLiteStore(db, group_commit=False) if db else None
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached reply for `key`: one the driver was handed this batch, else its store's."""
+        if key in self.entries:
+            return self.entries[key]
+        return self.store.cache_get(key) if self.store else None
+
+    def put(self, entries: list[tuple[str, str, dict[str, Any]]]) -> None:
+        """Replies the driver has just written into its store."""
+        self.entries.update((key, response) for key, _, response in entries)
+
+
+class _RecordingStore(MemoryStore):
+    """A memory store that keeps each step with its own model calls, and the replies the task
+    paid for; cache reads go to the driver's cache service."""
+
+    def __init__(self, cache: Any) -> None:
         super().__init__()
         self.pairs: list[tuple[StepRecord, list[CallRecord]]] = []
+        self.paid: list[tuple[str, str, dict[str, Any]]] = []
+        self.service = cache
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         super().finish_step(run_id, step, calls)
         self.pairs.append((step, list(calls)))
 
+    def cache_get(self, key: str) -> dict[str, Any] | None:
+        hit = super().cache_get(key)
+        if hit is None and self.service is not None:
+            hit = _ray().get(self.service.get.remote(key))
+        return hit
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        super().cache_put(key, model, response)
+        self.paid.append((key, model, response))
+
 
 def run_example(
-    flow_text: str, flow_path: str | None, inputs: dict[str, Any], options: dict[str, Any], experiment_id: str
+    flow_text: str,
+    flow_path: str | None,
+    inputs: dict[str, Any],
+    options: dict[str, Any],
+    experiment_id: str,
+    cache: Any = None,
 ) -> dict[str, Any]:
     """The Ray task: run one example, return the run, its steps and calls as plain data."""
     run_options = RunOptions.from_json(options)
@@ -62,7 +104,7 @@ def run_example(
     if plan is None:
         path = Path(flow_path) if flow_path else None
         plan = _plans[key] = compile_flow(load_flow_text(flow_text, flow_path or "<flow>", path), run_options.models)
-    store = _RecordingStore()
+    store = _RecordingStore(cache if run_options.cache else None)
     start = time.perf_counter()
     result = asyncio.run(Engine(store).run(plan, inputs, options=run_options, experiment_id=experiment_id))
     latency = time.perf_counter() - start
@@ -72,6 +114,7 @@ def run_example(
         "run": asdict(run),
         "steps": [{"step": asdict(step), "calls": [asdict(c) for c in calls]} for step, calls in store.pairs],
         "latency_s": latency,
+        "cache": store.paid,
     }
 
 
@@ -90,6 +133,16 @@ class RayExecutor:
                 settings["num_cpus"] = num_cpus
             self.ray.init(**settings)
         self.task = self.ray.remote(run_example)
+        self.cache = self._cache_service()
+
+    def _cache_service(self) -> Any:
+        """The cache actor, on the driver's node so it can open the driver's SQLite file."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = NodeAffinitySchedulingStrategy(self.ray.get_runtime_context().get_node_id(), soft=False)
+        db = getattr(self.store, "path", None)
+        service = self.ray.remote(CacheService).options(scheduling_strategy=here, num_cpus=0)
+        return service.remote(str(db) if db else None)
 
     async def run(
         self,
@@ -109,7 +162,7 @@ class RayExecutor:
 
         def submit() -> None:
             for example in pending:
-                ref = self.task.remote(flow.text, flow_path, example.inputs, settings, experiment_id)
+                ref = self.task.remote(flow.text, flow_path, example.inputs, settings, experiment_id, self.cache)
                 in_flight[asyncio.wrap_future(ref.future())] = example
                 if len(in_flight) >= concurrency:
                     return
@@ -135,6 +188,11 @@ class RayExecutor:
         run = RunRecord(**data["run"])
         steps = [(StepRecord(**s["step"]), [CallRecord(**c) for c in s["calls"]]) for s in data["steps"]]
         self.store.import_run(run, flow_text, steps)
+        paid = [(key, model, response) for key, model, response in data.get("cache", [])]
+        for key, model, response in paid:
+            self.store.cache_put(key, model, response)
+        if paid:
+            self.cache.put.remote(paid)
         return Outcome(run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, data["latency_s"])
 
     def close(self) -> None:

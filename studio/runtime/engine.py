@@ -298,7 +298,7 @@ class _Graph:
         context[FLOW_INPUTS] = self.inputs
         return not templates.evaluate(node.when, context)
 
-    def _take_finished(self, node: PlanNode, path: str) -> bool:
+    async def _take_finished(self, node: PlanNode, path: str) -> bool:
         """Use a step finished earlier (resume) or copy it (rerun); False when there is none."""
         done = self.shared.finished.get(path)
         if done is None:
@@ -306,12 +306,12 @@ class _Graph:
         self._done(node.id, SKIPPED if done.status == "skipped" else (done.outputs or {}))
         if self.shared.copy_finished:
             reused = StepRecord(node=path, status=done.status, inputs=done.inputs, outputs=done.outputs, reused=True)
-            self.shared.engine.store.finish_step(self.shared.run.run_id, reused, [])
+            await self.shared.engine.store.commit_step(self.shared.run.run_id, reused, [])
         return True
 
     async def _run_node(self, node: PlanNode) -> None:
         path = self.prefix + node.id
-        if self._take_finished(node, path):
+        if await self._take_finished(node, path):
             return
         start = time.perf_counter()
         calls: list[CallRecord] = []
@@ -334,14 +334,14 @@ class _Graph:
             step.status, step.error, step.error_kind = "failed", str(err), err.kind
         except Exception as err:  # a node's own bug: recorded, never crashes the engine
             step.status, step.error, step.error_kind = "failed", f"{type(err).__name__}: {err}", "exception"
-        self._finish(step, calls, time.perf_counter() - start)
+        await self._finish(step, calls, time.perf_counter() - start)
 
-    def _finish(self, step: StepRecord, calls: list[CallRecord], seconds: float) -> None:
+    async def _finish(self, step: StepRecord, calls: list[CallRecord], seconds: float) -> None:
         step.ended_at = now()
         step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
         step.cost_usd = sum(c.cost_usd for c in calls)
         step.cached = bool(calls) and all(c.cache_hit for c in calls)
-        self.shared.engine.store.finish_step(self.shared.run.run_id, step, calls)
+        await self.shared.engine.store.commit_step(self.shared.run.run_id, step, calls)
         if step.status == "failed" and self.failure is None:
             self.failure = f"node {step.node!r} failed: {step.error}"
         summary = StepSummary(
@@ -487,7 +487,7 @@ class Engine:
             experiment_id=experiment_id,
             parent_run_id=parent_run_id,
         )
-        self.store.create_run(record, flow.text)
+        await self.store.commit_run(record, flow.text)
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps)
         shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
         return await self._execute(shared, plan, tools)
@@ -578,7 +578,7 @@ class Engine:
             status, error = "waiting", f"waiting for input at {', '.join(graph.waiting)}"
         else:
             outputs = graph.outputs()
-        final = self.store.finish_run(run_id, status=status, outputs=outputs, error=error)
+        final = await self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
         self.emit("run_finished", run_id=run_id, status=status, run=final)
         return RunResult(
             final.run_id, final.status, final.outputs, final.error, final.tokens, final.cost_usd, shared.summaries

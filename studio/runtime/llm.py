@@ -166,7 +166,7 @@ class BoundLLM:
                 continue
             self._record(spec, request, completion, started_at, time.perf_counter() - start)
             if key and self.cache:
-                self.cache.cache_put(
+                self.cache.post_cache_put(
                     key,
                     spec.model,
                     {

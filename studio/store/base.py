@@ -166,6 +166,42 @@ class RunFilter:
         )
 
 
+class QuickWrites:
+    """The engine's write methods for a store whose writes need no writer thread (memory)."""
+
+    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        raise NotImplementedError
+
+    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        raise NotImplementedError
+
+    def finish_run(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        raise NotImplementedError
+
+    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        """`create_run`, at once."""
+        self.create_run(run, flow_text)
+
+    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """`finish_step`, at once."""
+        self.finish_step(run_id, step, calls)
+
+    async def commit_end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """`finish_run`, at once."""
+        return self.finish_run(run_id, status=status, outputs=outputs, error=error)
+
+    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """`cache_put`, at once."""
+        self.cache_put(key, model, response)
+
+
 class RunStore(Protocol):
     """Runs, their steps and model calls. One finished step is one atomic write."""
 
@@ -194,6 +230,20 @@ class RunStore(Protocol):
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         """Set a run's status (a resume sets `running` again)."""
+        ...
+
+    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        """`create_run` for the engine: may share a transaction with other runs' writes."""
+        ...
+
+    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """`finish_step` for the engine: returns once the step is durable (its dependents may start)."""
+        ...
+
+    async def commit_end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """`finish_run` for the engine, through the same writer as its steps."""
         ...
 
     def get_run(self, run_id: str) -> RunRecord | None:
@@ -240,6 +290,10 @@ class LLMCache(Protocol):
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Store a reply under `key` (a later put replaces it)."""
+        ...
+
+    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        """`cache_put` without waiting: durable no later than the step that made the call."""
         ...
 
 

@@ -6,10 +6,19 @@ import copy
 import dataclasses
 from typing import Any
 
-from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import (
+    CallRecord,
+    ExperimentRecord,
+    QuickWrites,
+    RunFilter,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    now,
+)
 
 
-class MemoryStore:
+class MemoryStore(QuickWrites):
     """Same contract as the SQLite store, kept in dictionaries."""
 
     def __init__(self) -> None:

@@ -7,12 +7,14 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, fields
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlite_utils
 
 from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
+from studio.store.group import GroupWriter, Write
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
@@ -100,14 +102,58 @@ def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
     return cls(**values)
 
 
-class SQLiteStore:
-    """The default store: one file, many processes, crash-safe."""
+def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
+    columns = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    cursor = conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
+    return int(cursor.lastrowid or 0)
 
-    def __init__(self, path: str | Path) -> None:
+
+def _write_run(conn: sqlite3.Connection, run: RunRecord, flow_text: str | None) -> None:
+    _insert(conn, "runs", {**_to_row(run), "flow_text": flow_text})
+
+
+def _write_step(conn: sqlite3.Connection, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+    step_id = _insert(conn, "steps", {"run_id": run_id, **_to_row(step)})
+    for call in calls:
+        _insert(conn, "llm_calls", {"run_id": run_id, "step_id": step_id, **_to_row(call)})
+    conn.execute(
+        "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?",
+        (step.tokens, step.cost_usd, run_id),
+    )
+
+
+def _write_end(
+    conn: sqlite3.Connection, run_id: str, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+) -> None:
+    conn.execute(
+        "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
+        (status, json.dumps(outputs) if outputs is not None else None, error, now(), run_id),
+    )
+
+
+def _write_cache(conn: sqlite3.Connection, key: str, model: str, response: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
+        (key, model, json.dumps(response), now()),
+    )
+
+
+class SQLiteStore:
+    """The default store: one file, many processes, crash-safe.
+
+    The engine writes through the `commit_*` methods, which go through one group-commit writer
+    per store (see `studio.store.group`): concurrent runs share its transactions.
+    `group_commit=False` makes them plain synchronous writes, one transaction each.
+    """
+
+    def __init__(self, path: str | Path, *, group_commit: bool = True) -> None:
         self.path = Path(path)
         self.conn = connect(self.path)
         self.db = sqlite_utils.Database(self.conn)
         self._migrate()
+        self.writer = GroupWriter(self.path, connect) if group_commit else None
+        """The group-commit writer; None when every write is its own transaction."""
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -127,36 +173,48 @@ class SQLiteStore:
             raise
         self.conn.execute("COMMIT")
 
-    def _insert(self, table: str, row: dict[str, Any]) -> int:
-        columns = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        cursor = self.conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
-        return int(cursor.lastrowid or 0)
+    def _write(self, write: Write) -> None:
+        with self.transaction() as conn:
+            write(conn)
+
+    async def _commit(self, write: Write) -> None:
+        if self.writer is None:
+            self._write(write)
+        else:
+            await self.writer.write(write)
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        row = _to_row(run)
-        row["flow_text"] = flow_text
-        with self.transaction():
-            self._insert("runs", row)
+        self._write(partial(_write_run, run=run, flow_text=flow_text))
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        with self.transaction():
-            step_id = self._insert("steps", {"run_id": run_id, **_to_row(step)})
-            for call in calls:
-                self._insert("llm_calls", {"run_id": run_id, "step_id": step_id, **_to_row(call)})
-            self.conn.execute(
-                "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?",
-                (step.tokens, step.cost_usd, run_id),
-            )
+        self._write(partial(_write_step, run_id=run_id, step=step, calls=calls))
 
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        with self.transaction():
-            self.conn.execute(
-                "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
-                (status, json.dumps(outputs) if outputs is not None else None, error, now(), run_id),
-            )
+        self._write(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
+        return self._run(run_id)
+
+    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        await self._commit(partial(_write_run, run=run, flow_text=flow_text))
+
+    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        await self._commit(partial(_write_step, run_id=run_id, step=step, calls=calls))
+
+    async def commit_end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        await self._commit(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
+        return self._run(run_id)
+
+    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
+        write = partial(_write_cache, key=key, model=model, response=response)
+        if self.writer is None:
+            self._write(write)
+        else:
+            self.writer.post(write)
+
+    def _run(self, run_id: str) -> RunRecord:
         run = self.get_run(run_id)
         assert run is not None
         return run
@@ -170,11 +228,7 @@ class SQLiteStore:
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        with self.transaction():
-            self.conn.execute(
-                "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-                (key, model, json.dumps(response), now()),
-            )
+        self._write(partial(_write_cache, key=key, model=model, response=response))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
@@ -207,21 +261,19 @@ class SQLiteStore:
     def import_run(
         self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
     ) -> None:
-        row = _to_row(run)
-        row["flow_text"] = flow_text
-        with self.transaction():
-            self._insert("runs", row)
+        with self.transaction() as conn:
+            _insert(conn, "runs", {**_to_row(run), "flow_text": flow_text})
             for step, calls in steps:
-                step_id = self._insert("steps", {"run_id": run.run_id, **_to_row(step)})
+                step_id = _insert(conn, "steps", {"run_id": run.run_id, **_to_row(step)})
                 for call in calls:
-                    self._insert("llm_calls", {"run_id": run.run_id, "step_id": step_id, **_to_row(call)})
+                    _insert(conn, "llm_calls", {"run_id": run.run_id, "step_id": step_id, **_to_row(call)})
 
     def create_experiment(self, experiment: ExperimentRecord) -> None:
         row = asdict(experiment)
         row["config"] = json.dumps(row["config"])
         row["summary"] = json.dumps(row["summary"]) if row["summary"] is not None else None
-        with self.transaction():
-            self._insert("experiments", row)
+        with self.transaction() as conn:
+            _insert(conn, "experiments", row)
 
     def finish_experiment(self, experiment_id: str, summary: dict[str, Any]) -> ExperimentRecord:
         with self.transaction():
@@ -259,6 +311,8 @@ class SQLiteStore:
         return [row[0] for row in self.conn.execute("SELECT DISTINCT flow FROM runs ORDER BY flow")]
 
     def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
         self.conn.close()
 
 

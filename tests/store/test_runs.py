@@ -115,3 +115,14 @@ def test_flow_names_are_distinct_and_sorted(store: Store) -> None:
     assert store.flow_names() == []
     _runs_for_paging(store)
     assert store.flow_names() == ["a", "b"]
+
+
+async def test_the_engines_writes_equal_the_plain_ones(store: Store) -> None:
+    await store.commit_run(_run("r1"), "flowstudio: 1\n")
+    await store.commit_step("r1", StepRecord(node="a", status="succeeded", tokens=3, cost_usd=0.5), [])
+    store.post_cache_put("k", "scripted", {"text": "yo"})
+    done = await store.commit_end("r1", status="succeeded", outputs={"x": 1}, error=None)
+    assert (done.steps, done.tokens, done.cost_usd, done.outputs, done.status) == (1, 3, 0.5, {"x": 1}, "succeeded")
+    assert store.flow_text("r1") == "flowstudio: 1\n"
+    assert [s.node for s in store.steps("r1")] == ["a"]
+    assert store.cache_get("k") == {"text": "yo"}  # a posted put is durable by the next committed write

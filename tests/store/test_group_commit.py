@@ -1,0 +1,95 @@
+"""Group commit: concurrent runs share the writer's transactions, and a step's dependents still
+start only once the step is on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
+from studio.runtime.engine import Engine
+from studio.store import SQLiteStore
+from studio.store.base import RunRecord, StepRecord
+
+CHAIN = """flowstudio: 1
+name: chain
+inputs: {q: {type: str}}
+outputs: {out: $c.text}
+models:
+  default: {model: scripted, script: [{reply: ok, delay_s: 0.01}]}
+nodes:
+  a: {type: llm.generate, inputs: {q: $inputs.q}, config: {prompt: "a {{ q }}"}}
+  b: {type: llm.generate, inputs: {x: $a.text}, config: {prompt: "b {{ x }}"}}
+  c: {type: text.template, inputs: {x: $b.text}, config: {template: "{{ x }}"}}
+"""
+
+
+def _run(run_id: str) -> RunRecord:
+    return RunRecord(run_id=run_id, flow="f", flow_path=None, flow_hash="h", inputs={})
+
+
+async def test_concurrent_steps_share_transactions(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    for number in range(8):
+        await store.commit_run(_run(f"r{number}"))
+    assert store.writer is not None
+    before = store.writer.transactions
+    steps = [StepRecord(node=f"n{i}", status="succeeded") for i in range(200)]
+    await asyncio.gather(*(store.commit_step(f"r{i % 8}", step, []) for i, step in enumerate(steps)))
+    committed = store.writer.transactions - before
+    assert sum(len(store.steps(f"r{number}")) for number in range(8)) == 200
+    assert committed < 200 / 4, committed  # many steps to one fsync
+    store.close()
+
+
+async def test_a_bad_write_fails_alone(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.commit_run(_run("r"))
+    good = [store.commit_step("r", StepRecord(node=f"n{i}", status="succeeded"), []) for i in range(5)]
+    bad = store.commit_step("nobody", StepRecord(node="x", status="succeeded"), [])  # no such run: FOREIGN KEY
+    results = await asyncio.gather(*good, bad, return_exceptions=True)
+    assert results[:5] == [None] * 5
+    assert isinstance(results[5], sqlite3.IntegrityError)
+    assert len(store.steps("r")) == 5
+    store.close()
+
+
+def test_the_writer_syncs_fully(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    seen: list[int] = []
+    asyncio.run(_pragma(store, seen))
+    assert seen == [2]  # synchronous=FULL on the writer's own connection too
+    store.close()
+
+
+async def _pragma(store: SQLiteStore, seen: list[int]) -> None:
+    assert store.writer is not None
+    await store.writer.write(lambda conn: seen.append(conn.execute("PRAGMA synchronous").fetchone()[0]))
+
+
+@pytest.mark.parametrize("group_commit", [True, False])
+async def test_a_steps_dependents_start_only_after_its_commit(tmp_path: Path, group_commit: bool) -> None:
+    """At every step start, each upstream step is already readable from another connection."""
+    db = tmp_path / "s.db"
+    store = SQLiteStore(db, group_commit=group_commit)
+    problems: list[str] = []
+    upstream = {"b": "a", "c": "b"}
+
+    def hook(*, event: str, **details: Any) -> None:
+        if event != "step_started" or details["node"] not in upstream:
+            return
+        with sqlite3.connect(db) as other:
+            nodes = {row[0] for row in other.execute("SELECT node FROM steps WHERE run_id = ?", (details["run_id"],))}
+        if upstream[details["node"]] not in nodes:
+            problems.append(f"{details['node']} started before {upstream[details['node']]} was committed")
+
+    plan = compile_flow(load_flow_text(CHAIN, "chain.yaml"))
+    engine = Engine(store, hooks=[hook])
+    results = await asyncio.gather(*(engine.run(plan, {"q": str(i)}) for i in range(16)))
+    assert {r.status for r in results} == {"succeeded"} and problems == []
+    store.close()
