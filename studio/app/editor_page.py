@@ -23,6 +23,8 @@ from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
+CANVAS_LEAST_PX = 480
+"""The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
 
 def _editors() -> dict[str, Editor]:
@@ -58,7 +60,7 @@ def _create(folder: Path, name: str, start: Path | None) -> Path:
 
 
 def _new_flow_form(folder: Path, files: list[Path]) -> None:
-    with st.popover("New flow", icon=":material/add:"):
+    with st.popover("New flow", icon=":material/add:", width="stretch"):
         created = st.session_state.get("flows_created", 0)
         name = st.text_input("Name", value=_free_name(folder), key=f"new_flow_name_{created}")
         choices: list[Path | None] = [None, *files]
@@ -74,23 +76,28 @@ def _new_flow_form(folder: Path, files: list[Path]) -> None:
             except FlowError as err:
                 st.error(f"{err.field}: {err.message}")
                 return
-            st.session_state["editor_flow"] = path
+            st.session_state["editor_flow_next"] = path
             st.session_state["flows_created"] = created + 1
             st.rerun()
 
 
-def _pick(folder: Path) -> Editor | None:
-    files = flow_files(folder)
-    left, right = st.columns([4, 1], vertical_alignment="bottom")
-    with right:
-        _new_flow_form(folder, files)
+def _pick(folder: Path, files: list[Path]) -> Editor | None:
+    """The flow picker (in the toolbar row); the open editor for the chosen file."""
     if not files:
         st.info(f"No flow files in {folder} yet: create one.")
         return None
+    wanted = st.session_state.pop("editor_flow_next", None)  # a sub-flow the canvas asked to open
+    if wanted in files:
+        st.session_state["editor_flow"] = wanted
     if st.session_state.get("editor_flow") not in files:
         st.session_state["editor_flow"] = files[0]
-    with left:
-        path = st.selectbox("Flow", files, format_func=lambda p: str(p.relative_to(folder)), key="editor_flow")
+    path = st.selectbox(
+        "Flow",
+        files,
+        format_func=lambda p: str(p.relative_to(folder)),
+        key="editor_flow",
+        label_visibility="collapsed",
+    )
     editors = _editors()
     editor = editors.get(str(path))
     if editor is not None and editor.changed_on_disk() and not _keep_or_reload(editor):
@@ -130,24 +137,26 @@ def _run_form(editor: Editor) -> None:
             st.rerun()
 
 
-def _toolbar(editor: Editor) -> EditorRun | None:
-    save, run, state = st.columns([1, 1, 4], vertical_alignment="center")
-    with save:
-        if st.button(
-            "Save", icon=":material/save:", type="primary" if editor.dirty else "secondary", key="editor_save"
-        ):
-            written = editor.save()
-            st.toast(
-                "Saved " + ", ".join(p.name for p in written) if written else "Nothing to save", icon=":material/save:"
-            )
-    with run:
-        _run_form(editor)
+def _save_button(editor: Editor) -> None:
+    if st.button(
+        "Save",
+        icon=":material/save:",
+        type="primary" if editor.dirty else "secondary",
+        key="editor_save",
+        help="Ctrl/Cmd+S",
+    ):
+        written = editor.save()
+        st.toast(
+            "Saved " + ", ".join(p.name for p in written) if written else "Nothing to save", icon=":material/save:"
+        )
+
+
+def _run_status(editor: Editor) -> EditorRun | None:
     current: EditorRun | None = st.session_state.get(f"run:{editor.path}")
-    with state:
-        if editor.dirty:
-            st.caption("Unsaved changes")
-        if current is not None:
-            _run_state(current)
+    if editor.dirty:
+        st.caption("Unsaved changes")
+    if current is not None:
+        _run_state(current)
     return current
 
 
@@ -183,28 +192,75 @@ def _yaml_tab(editor: Editor) -> None:
     _problems(editor)
 
 
+PAGE_STYLE = """
+<style>
+.block-container { padding-top: 3.3rem; padding-bottom: 0; padding-left: 1.25rem; padding-right: 1.25rem; }
+.st-key-editor_toolbar { gap: 0.5rem; }
+.st-key-editor_inspector { max-height: calc(100vh - 8.5rem); overflow-y: auto; padding-right: 0.25rem; }
+</style>
+"""
+"""Fixed text: the Editor uses the whole window (the canvas fills it below one toolbar row)."""
+
+
+def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
+    """One row: title, flow, new, save, run, status, view, inspector; returns what the page needs below it."""
+    files = flow_files(folder)
+    with st.container(key="editor_toolbar"):
+        cells = st.columns([0.8, 2.2, 1.1, 0.9, 0.8, 2.0, 1.5, 1.2], vertical_alignment="center")
+        cells[0].markdown("#### Editor")
+        with cells[1]:
+            editor = _pick(folder, files)
+        with cells[2]:
+            _new_flow_form(folder, files)
+        if editor is None:
+            return None, None, "Canvas", False
+        editor.apply_events(st.session_state.get(f"canvas:{editor.path}"))
+        if editor.open_request is not None:
+            _open_subflow(editor, files)
+        with cells[3]:
+            _save_button(editor)
+        with cells[4]:
+            _run_form(editor)
+        with cells[5]:
+            current = _run_status(editor)
+        with cells[6]:
+            view = st.segmented_control(
+                "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
+            )
+        with cells[7]:
+            inspector = st.toggle("Inspector", value=True, key="editor_inspector_open")
+    return editor, current, view or "Canvas", inspector
+
+
+def _open_subflow(editor: Editor, files: list[Path]) -> None:
+    """The canvas asked to open a node's sub-flow: switch to it when it is one of the folder's flows."""
+    wanted, editor.open_request = editor.open_request, None
+    match = next((f for f in files if f.resolve() == wanted), None)
+    if match is None:
+        st.toast(f"{wanted} is not a flow file of this folder", icon=":material/error:")
+        return
+    st.session_state["editor_flow_next"] = match
+    st.rerun()
+
+
 def render() -> None:
-    """Flow picker, toolbar, canvas with inspector, YAML tab."""
-    st.title("Editor")
-    editor = _pick(settings().flows_dir)
+    """One toolbar row; below it the canvas filling the window, with the inspector as a side panel (or the YAML)."""
+    st.html(PAGE_STYLE)
+    editor, current, view, inspector = _toolbar(settings().flows_dir)
     if editor is None:
         return
-    canvas_key = f"canvas:{editor.path}"
-    editor.apply_events(st.session_state.get(canvas_key))
-    current = _toolbar(editor)
-    view = st.segmented_control(
-        "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
-    )
     if view == "YAML":  # only the view on screen is built: a 200-node flow's YAML is long
         _yaml_tab(editor)
     else:
-        left, right = st.columns([3, 1])
+        left, right = st.columns([3, 1]) if inspector else (st.container(), None)
         with left:
             status = current.statuses if current is not None else None
-            flow_canvas(editor.graph(status, fit=editor.version == 1), key=canvas_key, height=620)
-            _problems(editor)
-        with right, st.container(height=680, border=False):  # as tall as the canvas; scrolls inside
-            render_inspector(editor)
+            graph = editor.graph(status, fit=editor.version == 1)
+            flow_canvas(graph, key=f"canvas:{editor.path}", height=CANVAS_LEAST_PX, fill=True)
+        if right is not None:
+            with right, st.container(key="editor_inspector", border=False):
+                _problems(editor)
+                render_inspector(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
     if current is not None and not current.done:
         time.sleep(POLL_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -10,7 +11,11 @@ from studio.editor.document import EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
 from studio.editor.ports import Port
 from studio.editor.problems import Problem
+from studio.flow import templates
 from studio.runtime import registry
+
+GUARD_HANDLE = "$when"
+"""The hidden target handle on every node that guard and `after` links enter."""
 
 
 def _port(port: Port, wired: set[str]) -> dict[str, Any]:
@@ -73,8 +78,11 @@ def canvas_nodes(
     wired = {(target, port) for _, _, target, port in edges(flow)}
     found = _special_nodes(flow, layout, wired)
     for node_id, ports in flow.ports().items():
-        errors = ports.errors + [p.message for p in problems if p.node == node_id]
-        node_type = str(flow.node(node_id).get("type", ""))
+        errors = ports.errors + [
+            p.message for p in problems if p.node == node_id and not any(e in p.message for e in ports.errors)
+        ]
+        spec = flow.node(node_id)
+        node_type = str(spec.get("type", ""))
         inputs = [_port(p, {port for target, port in wired if target == node_id}) for p in ports.inputs]
         found.append(
             {
@@ -88,13 +96,87 @@ def canvas_nodes(
                 "status": status.get(node_id),
                 "errors": errors,
                 "add_port": ports.templated,
+                **facts(spec),
             }
         )
     return found
 
 
-def canvas_edges(flow: EditableFlow) -> list[dict[str, str]]:
+def facts(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What the YAML says about a node beside its ports: description, model alias, guard, sub-flow file."""
+    cls = registry.get(str(spec.get("type", "")))
+    config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+    subflow = config.get("flow") if isinstance(config, dict) else None
+    when = spec.get("when")
+    return {
+        "description": str(spec.get("description") or ""),
+        "model": str(spec.get("model") or "default") if cls is not None and cls.uses_model else None,
+        "when": str(when) if when not in (None, "") else None,
+        "subflow": str(subflow) if isinstance(subflow, str) and subflow.strip() else None,
+    }
+
+
+def _guard_sources(when: str) -> list[tuple[str, str | None]]:
+    """(node id, port it reads or None) for each node a `when` expression names (none when it does not parse)."""
+    try:
+        names = templates.expression_names(when)
+    except Exception:  # a half-written guard draws no link; validation reports it
+        return []
+    found = []
+    for name in sorted(names):
+        port = re.search(rf"\b{re.escape(name)}\s*\.\s*(\w+)", when)
+        found.append((name, port.group(1) if port else None))
+    return found
+
+
+def _link(source: str, port: str, target: str, kind: str) -> dict[str, Any]:
+    return {
+        "id": f"{kind}:{source}.{port}~{target}",
+        "source": source,
+        "sourceHandle": port,
+        "target": target,
+        "targetHandle": GUARD_HANDLE,
+        "type": "any",
+        "kind": kind,
+    }
+
+
+def ordering_pairs(flow: EditableFlow) -> list[tuple[str, str]]:
+    """(node, guarded or later node) for each node a `when` reads and each `after` entry: for laying out."""
+    found = []
+    for node_id, spec in flow.nodes().items():
+        if not isinstance(spec, dict):
+            continue
+        when = spec.get("when")
+        found += [(source, str(node_id)) for source, _ in (_guard_sources(str(when)) if when else [])]
+        after = spec.get("after")
+        found += [(str(source), str(node_id)) for source in (after if isinstance(after, list) else [])]
+    return [(a, b) for a, b in found if a in flow.nodes()]
+
+
+def guard_edges(flow: EditableFlow) -> list[dict[str, Any]]:
+    """A `when` link from each node a guard reads to the guarded node, and an `after` link per ordering dependency."""
     ports = flow.ports()
+    found = []
+    for node_id, spec in flow.nodes().items():
+        if not isinstance(spec, dict):
+            continue
+        when = spec.get("when")
+        for source, port in _guard_sources(str(when)) if when else []:
+            outputs = [p.name for p in ports[source].outputs] if source in ports else []
+            if outputs:
+                found.append(_link(source, port if port in outputs else outputs[0], str(node_id), "guard"))
+        for source in spec.get("after") or [] if isinstance(spec.get("after"), list) else []:
+            outputs = [p.name for p in ports[str(source)].outputs] if str(source) in ports else []
+            if outputs:
+                found.append(_link(str(source), outputs[0], str(node_id), "after"))
+    return found
+
+
+def canvas_edges(flow: EditableFlow) -> list[dict[str, Any]]:
+    """Data wires (`conditional` when they enter a guarded node), then guard and `after` links."""
+    ports = flow.ports()
+    guarded = {str(n) for n, spec in flow.nodes().items() if isinstance(spec, dict) and spec.get("when")}
     input_types = flow.input_types()
     found = []
     for source, source_port, target, target_port in edges(flow):
@@ -111,6 +193,8 @@ def canvas_edges(flow: EditableFlow) -> list[dict[str, str]]:
                 "target": target,
                 "targetHandle": target_port,
                 "type": kind,
+                "kind": "data",
+                "conditional": target in guarded,
             }
         )
-    return found
+    return found + guard_edges(flow)

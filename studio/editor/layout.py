@@ -19,7 +19,7 @@ from studio.flow.loader import loads
 INPUTS = "$inputs"
 OUTPUTS = "$outputs"
 """Canvas ids of the flow's inputs and outputs (never valid node ids, so they cannot clash)."""
-SPACING = (260.0, 140.0)
+SPACING = (340.0, 220.0)
 """Horizontal and vertical distance between auto-placed nodes, in canvas pixels."""
 DOT_SCALE = 1.6
 """Canvas pixels per graphviz point."""
@@ -75,10 +75,10 @@ def _laid_out(ids: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> tuple
 def _dot_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:
     import graphviz
 
-    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.6", "ranksep": "1.2"})
+    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.35", "ranksep": "0.45"})
     names = {node_id: f"n{i}" for i, node_id in enumerate(ids)}
     for node_id in ids:
-        graph.node(names[node_id], shape="box", width="2", height="0.9", fixedsize="true")
+        graph.node(names[node_id], shape="box", width="2.4", height="1.4", fixedsize="true")  # a card's size, about
     for a, b in edges:
         graph.edge(names[a], names[b])
     placed = json.loads(graph.pipe(format="json"))
