@@ -9,10 +9,10 @@ from pathlib import Path
 import streamlit as st
 
 from studio.app.canvas import flow_canvas
-from studio.app.editor_run import EditorRun, start_run
+from studio.app.editor_run import EditorRun
 from studio.app.inspector import render_inspector
-from studio.app.nav import trace_page
-from studio.app.run_page import flow_files, input_widget
+from studio.app.playground import notes, render_playground, run_key
+from studio.app.run_page import flow_files
 from studio.app.settings import settings
 from studio.editor.document import new_flow_text
 from studio.editor.editor import Editor
@@ -23,6 +23,7 @@ from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
+INSPECTOR, PLAYGROUND = "Inspector", "Playground"
 CANVAS_LEAST_PX = 480
 """The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
@@ -120,21 +121,11 @@ def _keep_or_reload(editor: Editor) -> bool:
     return not st.button("Reload from disk (discard the changes made here)", key="editor_reload")
 
 
-def _run_form(editor: Editor) -> None:
-    with st.popover("Run", icon=":material/play_arrow:", disabled=editor.checked is None):
-        if editor.checked is None:
-            return
-        if editor.dirty:
-            st.caption("Running saves the flow first.")
-        with st.form("editor_run_inputs", border=False):
-            values = {name: input_widget(name, spec) for name, spec in editor.checked.spec.inputs.items()}
-            go = st.form_submit_button("Start", type="primary")
-        if go:
-            if editor.dirty:
-                editor.save()
-            nodes = [str(n) for n in editor.flow.nodes()]
-            st.session_state[f"run:{editor.path}"] = start_run(editor.path, values, nodes, settings().db)
-            st.rerun()
+def _run_button(editor: Editor) -> None:
+    """Opens the Playground beside the canvas (the side panel too, when it was hidden)."""
+    if st.button("Run", icon=":material/play_arrow:", key="editor_run_open", disabled=editor.checked is None):
+        st.session_state["editor_panel"] = PLAYGROUND
+        st.session_state["editor_inspector_open"] = True
 
 
 def _save_button(editor: Editor) -> None:
@@ -152,24 +143,15 @@ def _save_button(editor: Editor) -> None:
 
 
 def _run_status(editor: Editor) -> EditorRun | None:
-    current: EditorRun | None = st.session_state.get(f"run:{editor.path}")
+    current: EditorRun | None = st.session_state.get(run_key(editor))
     if editor.dirty:
         st.caption("Unsaved changes")
-    if current is not None:
-        _run_state(current)
+    if current is not None and not current.done:
+        done = sum(s not in ("pending", "running") for s in current.statuses.values())
+        st.caption(f"Running… {done} of {len(current.statuses)} nodes done")
+    elif current is not None:
+        st.caption(f"Last run: {current.status}")
     return current
-
-
-def _run_state(current: EditorRun) -> None:
-    if not current.done:
-        st.caption(
-            f"Running… {sum(s != 'pending' for s in current.statuses.values())} of {len(current.statuses)} nodes done"
-        )
-        return
-    if current.error:
-        st.error(current.error)
-    if current.run_id and st.button(f"Open trace ({current.status})", key="editor_open_trace"):
-        st.switch_page(trace_page(), query_params={"run": current.run_id})
 
 
 def _problems(editor: Editor) -> None:
@@ -177,19 +159,57 @@ def _problems(editor: Editor) -> None:
         st.error(f"{problem.where}: {problem.message}", icon=":material/error:")
 
 
+def _problem_line(where: str) -> int | None:
+    """The line of a problem's `file:line at field`, when it names one."""
+    match = re.search(r":(\d+)(?: at |$)", where)
+    return int(match.group(1)) if match else None
+
+
+def _apply_text(editor: Editor, text: str) -> None:
+    try:
+        editor.replace_text(text)
+    except FlowError as err:
+        st.error(str(err))
+        return
+    st.rerun()
+
+
+def _code_editor(editor: Editor) -> None:
+    """The kept code-editor component (Ace): line numbers, each problem marked at its line, Apply (Ctrl+Enter)."""
+    from code_editor import code_editor  # type: ignore[import-untyped]
+
+    annotations = [
+        {"row": line - 1, "column": 0, "type": "error", "text": problem.message}
+        for problem in editor.problems
+        if (line := _problem_line(problem.where))
+    ]
+    apply = {"name": "Apply", "feather": "Check", "hasText": True, "alwaysOn": True, "commands": ["submit"],
+             "style": {"bottom": "0.5rem", "right": "0.5rem"}}  # fmt: skip
+    reply = code_editor(
+        editor.flow.text,
+        lang="yaml",
+        height=[12, 40],
+        buttons=[apply],
+        props={"annotations": annotations, "showPrintMargin": False},
+        options={"showLineNumbers": True, "tabSize": 2, "useSoftTabs": True},
+        key=f"code-{editor.path}-{editor.version}",
+    )
+    if reply.get("type") == "submit" and reply.get("text") not in (None, editor.flow.text):
+        _apply_text(editor, str(reply["text"]))
+
+
 def _yaml_tab(editor: Editor) -> None:
     st.caption(f"{editor.path.name}, exactly as Save writes it.")
+    for problem in editor.problems:
+        line = _problem_line(problem.where)
+        st.error(f"line {line}: {problem.message}" if line else problem.message, icon=":material/error:")
     st.code(editor.flow.text, language="yaml", line_numbers=True)
-    with st.expander("Edit the YAML"):
-        text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
-        if st.button("Apply YAML", key="editor_apply_yaml"):
-            try:
-                editor.replace_text(text)
-            except FlowError as err:
-                st.error(str(err))
-                return
-            st.rerun()
-    _problems(editor)
+    with st.expander("Edit the YAML", expanded=bool(editor.problems)):
+        _code_editor(editor)
+        with st.popover("Plain text"):
+            text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
+            if st.button("Apply YAML", key="editor_apply_yaml"):
+                _apply_text(editor, text)
 
 
 PAGE_STYLE = """
@@ -220,7 +240,7 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
         with cells[3]:
             _save_button(editor)
         with cells[4]:
-            _run_form(editor)
+            _run_button(editor)
         with cells[5]:
             current = _run_status(editor)
         with cells[6]:
@@ -228,7 +248,9 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
                 "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
             )
         with cells[7]:
-            inspector = st.toggle("Inspector", value=True, key="editor_inspector_open")
+            inspector = st.toggle(
+                "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
+            )
     return editor, current, view or "Canvas", inspector
 
 
@@ -243,6 +265,17 @@ def _open_subflow(editor: Editor, files: list[Path]) -> None:
     st.rerun()
 
 
+def _side_panel(editor: Editor) -> None:
+    panel = st.segmented_control(
+        "Panel", [INSPECTOR, PLAYGROUND], default=INSPECTOR, key="editor_panel", label_visibility="collapsed"
+    )
+    if panel == PLAYGROUND:
+        render_playground(editor)
+        return
+    _problems(editor)
+    render_inspector(editor)
+
+
 def render() -> None:
     """One toolbar row; below it the canvas filling the window, with the inspector as a side panel (or the YAML)."""
     st.html(PAGE_STYLE)
@@ -255,12 +288,11 @@ def render() -> None:
         left, right = st.columns([3, 1]) if inspector else (st.container(), None)
         with left:
             status = current.statuses if current is not None else None
-            graph = editor.graph(status, fit=editor.version == 1)
+            graph = editor.graph(status, fit=editor.version == 1, notes=notes(current))
             flow_canvas(graph, key=f"canvas:{editor.path}", height=CANVAS_LEAST_PX, fill=True)
         if right is not None:
             with right, st.container(key="editor_inspector", border=False):
-                _problems(editor)
-                render_inspector(editor)
+                _side_panel(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
     if current is not None and not current.done:
         time.sleep(POLL_S)

@@ -9,7 +9,7 @@ from typing import Any
 
 from studio.editor.document import EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
-from studio.editor.ports import Port
+from studio.editor.ports import NodePorts, Port
 from studio.editor.problems import Problem
 from studio.flow import templates
 from studio.runtime import registry
@@ -72,9 +72,17 @@ def _at(layout: Layout, node_id: str) -> dict[str, float]:
 
 
 def canvas_nodes(
-    flow: EditableFlow, layout: Layout, problems: list[Problem], status: Mapping[str, str]
+    flow: EditableFlow,
+    layout: Layout,
+    problems: list[Problem],
+    status: Mapping[str, str],
+    notes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The special inputs/outputs nodes, then every node of the flow in file order."""
+    """The special inputs/outputs nodes, then every node of the flow in file order.
+
+    `notes`: what a run from the editor says per node: `preview` (streamed or produced text),
+    `run_error` (why its step failed)."""
+    notes = notes or {}
     wired = {(target, port) for _, _, target, port in edges(flow)}
     found = _special_nodes(flow, layout, wired)
     for node_id, ports in flow.ports().items():
@@ -97,9 +105,43 @@ def canvas_nodes(
                 "errors": errors,
                 "add_port": ports.templated,
                 **facts(spec),
+                **notes.get(node_id, {}),
             }
         )
     return found
+
+
+CHAR_PX = 9.5
+"""About how wide one character of a card's 16px text is, in canvas pixels."""
+
+
+def card_size(node_id: str, spec: Mapping[str, Any], ports: NodePorts | None) -> tuple[float, float]:
+    """About how big the canvas draws a node's card (width, height), for laying the flow out."""
+    if node_id in (INPUTS, OUTPUTS) or ports is None:
+        return (230.0, 120.0)
+    said = facts(spec)
+    rows_in = [len(p.name) + len(str(p.type)) + 3 for p in ports.inputs] + ([14] if ports.templated else [])
+    rows_out = [len(p.name) + len(str(p.type)) + 3 for p in ports.outputs]
+    badges = len(said["when"] or "") + 5 + len(said["model"] or "") + (4 if said["when"] else 0)
+    chars = max(
+        len(node_id) + len(str(spec.get("type", ""))) + 4, max(rows_in, default=0) + max(rows_out, default=0) + 4
+    )
+    width = min(380.0, max(220.0, max(chars, badges) * CHAR_PX + 30))
+    lines = -(-len(said["description"]) * CHAR_PX // (width - 24)) if said["description"] else 0
+    rows = max(len(rows_in), len(rows_out), 1)
+    height = (
+        44 + (30 if said["when"] or said["model"] else 0) + 22 * lines + (28 if said["subflow"] else 0) + 28 * rows + 14
+    )
+    return (round(width), round(height))
+
+
+def card_sizes(flow: EditableFlow) -> dict[str, tuple[float, float]]:
+    """Every card's size (the flow's inputs and outputs included), for `layout.auto_layout`."""
+    ports = flow.ports()
+    sizes = {node_id: card_size(node_id, {}, None) for node_id in (INPUTS, OUTPUTS)}
+    for node_id, spec in flow.nodes().items():
+        sizes[str(node_id)] = card_size(str(node_id), spec if isinstance(spec, dict) else {}, ports.get(str(node_id)))
+    return sizes
 
 
 def facts(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.editor.canvas import canvas_edges, canvas_nodes, ordering_pairs, palette
+from studio.editor.canvas import canvas_edges, canvas_nodes, card_sizes, ordering_pairs, palette
 from studio.editor.document import EditableFlow, edges
 from studio.editor.history import History, Snapshot
 from studio.editor.layout import (
@@ -88,7 +88,7 @@ class Editor:
         ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
         if everything:
             graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow)), *ordering_pairs(self.flow)]
-            self.layout = auto_layout(ids, graph)
+            self.layout = auto_layout(ids, graph, card_sizes(self.flow))
             return
         for node_id in ids:
             if node_id not in self.layout:
@@ -305,10 +305,16 @@ class Editor:
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def graph(self, status: Mapping[str, str] | None = None, *, fit: bool = False) -> dict[str, Any]:
-        """The component's `graph` argument."""
+    def graph(
+        self,
+        status: Mapping[str, str] | None = None,
+        *,
+        fit: bool = False,
+        notes: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """The component's `graph` argument (`notes`: a run's per-node preview and error)."""
         return {
-            "nodes": canvas_nodes(self.flow, self.layout, self.problems, status or {}),
+            "nodes": canvas_nodes(self.flow, self.layout, self.problems, status or {}, notes),
             "edges": canvas_edges(self.flow),
             "palette": palette(),
             "selected": self.selected,

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, studio_server
 from tests.app.editor_browser import WAIT_MS, big_flow, canvas
-from tests.conftest import FLOWS, FLOWSTUDIO, ROOT
+from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,6 +45,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     flows = Path(shutil.copytree(FLOWS, tmp_path_factory.mktemp("builder") / "flows"))
     (flows / "big.yaml").write_text(big_flow(200), encoding="utf-8")
     (flows / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    shutil.copy(FIXTURES / "commented.yaml", flows / "commented.yaml")
+    failing = (FIXTURES / "commented.yaml").read_text(encoding="utf-8").replace("name: commented", "name: refusing")
+    failing = failing.replace("[{reply: ok}]", "[{error: {kind: auth}}]")
+    (flows / "refusing.yaml").write_text(failing, encoding="utf-8")
     return flows
 
 
@@ -114,7 +119,7 @@ def test_the_canvas_fills_the_window_below_one_toolbar_and_panels_collapse(page:
     sync_api.expect(frame.get_by_test_id("palette-search")).to_have_count(0)
     assert frame.locator(".react-flow").bounding_box()["width"] > pane + 150
     assert frame.locator(".react-flow").bounding_box()["width"] >= 0.7 * WIDTH
-    page.get_by_text("Inspector", exact=True).click()  # the toggle
+    page.get_by_test_id("stCheckbox").get_by_text("Panel", exact=True).click()  # the side panel's toggle
     sync_api.expect(page.get_by_text("Flow inputs")).to_have_count(0, timeout=WAIT_MS)
     page.wait_for_timeout(500)
     assert frame_box(page)["width"] >= 0.95 * (WIDTH - 40)
@@ -228,3 +233,57 @@ def test_duplicate_copy_paste_context_menu_and_dark_mode(page: Any, folder: Path
         shot(dark, "dark")
     finally:
         dark.close()
+
+
+def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any, server: str, folder: Path) -> None:
+    page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+    try:
+        page.goto(f"{server}/home")
+        sync_api.expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
+        cards = page.locator("[class*='st-key-flow_card_']")
+        sync_api.expect(cards.first).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(cards).to_have_count(len(flow_files(folder)), timeout=WAIT_MS)
+        for link in ("Runs", "Traces", "Experiments"):
+            sync_api.expect(page.get_by_role("link", name=link).last).to_be_visible()
+        card = cards.filter(has_text="route-question")
+        sync_api.expect(card).to_contain_text("4 nodes")
+        shot(page, "home")
+        card.get_by_role("button", name="Open").click()
+        sync_api.expect(page.get_by_role("combobox", name="Flow", exact=True)).to_have_value(
+            "route-question.yaml", timeout=WAIT_MS
+        )
+    finally:
+        page.close()
+
+
+def test_the_playground_runs_beside_the_canvas_with_outputs_node_io_errors_and_chat(page: Any, folder: Path) -> None:
+    open_flow(page, folder / "commented.yaml")
+    frame = canvas(page)
+    page.get_by_role("button", name="Run").click()
+    page.get_by_label("question (str)").fill("what is up?")
+    page.get_by_role("button", name="Start").click()
+    sync_api.expect(frame.get_by_test_id("node-shout")).to_have_class(
+        re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
+    )
+    sync_api.expect(frame.get_by_test_id("preview-answer")).to_have_text("ok", timeout=WAIT_MS)
+    panel = page.locator(".st-key-editor_inspector")
+    sync_api.expect(panel.get_by_text("Outputs", exact=True)).to_be_visible(timeout=WAIT_MS)
+    sync_api.expect(panel.get_by_test_id("stCode").first).to_contain_text("ok")
+    frame.get_by_test_id("node-shout").click()
+    sync_api.expect(panel.get_by_role("tab", name="Inputs")).to_be_visible(timeout=WAIT_MS)
+    panel.get_by_role("tab", name="Outputs").click()
+    sync_api.expect(panel.get_by_role("tabpanel").last).to_contain_text("OK", timeout=WAIT_MS)
+    shot(page, "playground")
+    panel.get_by_text("Chat", exact=True).click()
+    page.get_by_placeholder("Message").fill("hello there")
+    page.keyboard.press("Enter")
+    sync_api.expect(panel.get_by_test_id("stChatMessage")).to_have_count(2, timeout=WAIT_MS)
+    sync_api.expect(panel.get_by_test_id("stChatMessage").last).to_contain_text("ok")
+    shot(page, "chat")
+    open_flow(page, folder / "refusing.yaml")
+    page.get_by_role("button", name="Run").click()
+    page.get_by_label("question (str)").fill("anything")
+    page.get_by_role("button", name="Start").click()
+    sync_api.expect(frame.get_by_test_id("run-error-answer")).to_contain_text("auth", timeout=WAIT_MS)
+    sync_api.expect(panel.get_by_text(re.compile("^answer: .*auth"))).to_be_visible(timeout=WAIT_MS)
+    shot(page, "run-failed")

@@ -168,6 +168,16 @@ function FlowNodeView({ data, selected }: NodeProps<CanvasNode>) {
           {addOut ? <AddPortRow node={node} /> : null}
         </div>
       </div>
+      {node.preview ? (
+        <div className="fc-preview" data-testid={`preview-${node.id}`} title={node.preview}>
+          {node.preview}
+        </div>
+      ) : null}
+      {node.run_error ? (
+        <div className="fc-run-error" data-testid={`run-error-${node.id}`}>
+          {node.run_error}
+        </div>
+      ) : null}
       {errors.length ? <Errors errors={errors} /> : null}
     </div>
   );

@@ -34,6 +34,10 @@ export interface GraphNode {
   when?: string | null;
   /** A sub-flow file the node runs (flow.call, control.map, control.loop), relative to the flow. */
   subflow?: string | null;
+  /** During or after a run from the editor: the text the node streamed or produced (its end). */
+  preview?: string | null;
+  /** Why the node's step failed in that run. */
+  run_error?: string | null;
 }
 
 /** `data`: a wire; `guard`: what a `when:` reads → the guarded node; `after`: an ordering-only dependency. */
