@@ -10,7 +10,7 @@ import streamlit as st
 
 from studio.app.canvas import flow_canvas
 from studio.app.editor_run import EditorRun
-from studio.app.inspector import render_inspector
+from studio.app.inspector import render_flow_settings, render_inspector
 from studio.app.playground import notes, render_playground, run_key
 from studio.app.run_page import flow_files
 from studio.app.settings import settings
@@ -23,7 +23,7 @@ from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
-INSPECTOR, PLAYGROUND = "Inspector", "Playground"
+INSPECTOR, FLOW, PLAYGROUND = "Inspector", "Flow", "Playground"
 CANVAS_LEAST_PX = 480
 """The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
@@ -176,7 +176,11 @@ def _apply_text(editor: Editor, text: str) -> None:
 
 def _code_editor(editor: Editor) -> None:
     """The kept code-editor component (Ace): line numbers, each problem marked at its line, Apply (Ctrl+Enter)."""
-    from code_editor import code_editor  # type: ignore[import-untyped]
+    try:
+        from code_editor import code_editor  # type: ignore[import-untyped]
+    except ImportError:  # an install without the studio extra's newer pins: the plain text area below stays
+        st.caption("The code editor needs `pip install streamlit-code-editor`.")
+        return
 
     annotations = [
         {"row": line - 1, "column": 0, "type": "error", "text": problem.message}
@@ -266,14 +270,17 @@ def _open_subflow(editor: Editor, files: list[Path]) -> None:
 
 
 def _side_panel(editor: Editor) -> None:
+    """Only the chosen panel is built: the flow's tables cost a rerun of a 200-node flow more than the canvas."""
     panel = st.segmented_control(
-        "Panel", [INSPECTOR, PLAYGROUND], default=INSPECTOR, key="editor_panel", label_visibility="collapsed"
+        "Panel", [INSPECTOR, FLOW, PLAYGROUND], default=INSPECTOR, key="editor_panel", label_visibility="collapsed"
     )
     if panel == PLAYGROUND:
         render_playground(editor)
-        return
-    _problems(editor)
-    render_inspector(editor)
+    elif panel == FLOW:
+        render_flow_settings(editor)
+    else:
+        _problems(editor)
+        render_inspector(editor)
 
 
 def render() -> None:

@@ -215,7 +215,6 @@ def _table_form(editor: Editor, name: str, rows: list[dict[str, Any]], config: d
 
 
 def _flow_forms(editor: Editor, *, expanded: bool) -> None:
-    """The flow's inputs, outputs and model aliases as tables."""
     text, number = st.column_config.TextColumn, st.column_config.NumberColumn
     with st.expander("Flow inputs", expanded=expanded):
         columns = {"name": text("name", required=True), "type": text("type", default="str"),
@@ -240,17 +239,27 @@ def _flow_forms(editor: Editor, *, expanded: bool) -> None:
                     lambda rows: (lambda: editor.edit_section("models", models_from_rows(rows))))  # fmt: skip
 
 
-def render_inspector(editor: Editor) -> None:
-    """The selected node's settings (or, with none selected, the flow's); Apply writes only what changed."""
+def _refusal(editor: Editor) -> None:
     refused = st.session_state.get("inspector_refused")
     if refused and refused[0] == editor.version:
         st.error(f"Not applied: {refused[1]}", icon=":material/block:")
+
+
+def render_inspector(editor: Editor) -> None:
+    """The selected node's settings; Apply writes only what changed."""
+    _refusal(editor)
     node_id = editor.selected
     spec = editor.flow.node(node_id) if node_id else {}
     if node_id and spec:
         _node_form(editor, node_id, spec)
-        st.divider()
-        _flow_forms(editor, expanded=False)
         return
-    st.caption("Select a node to edit it. Drag from an output port to an input port to connect.")
+    st.caption(
+        "Select a node to edit it. Drag from an output port to an input port to connect. "
+        "The flow's inputs, outputs and models are under Flow."
+    )
+
+
+def render_flow_settings(editor: Editor) -> None:
+    """The flow's inputs, outputs and model aliases as tables."""
+    _refusal(editor)
     _flow_forms(editor, expanded=True)

@@ -120,7 +120,7 @@ def test_the_canvas_fills_the_window_below_one_toolbar_and_panels_collapse(page:
     assert frame.locator(".react-flow").bounding_box()["width"] > pane + 150
     assert frame.locator(".react-flow").bounding_box()["width"] >= 0.7 * WIDTH
     page.get_by_test_id("stCheckbox").get_by_text("Panel", exact=True).click()  # the side panel's toggle
-    sync_api.expect(page.get_by_text("Flow inputs")).to_have_count(0, timeout=WAIT_MS)
+    sync_api.expect(page.get_by_role("radio", name="Playground")).to_have_count(0, timeout=WAIT_MS)
     page.wait_for_timeout(500)
     assert frame_box(page)["width"] >= 0.95 * (WIDTH - 40)
     shot(page, "panels-collapsed")
@@ -145,7 +145,7 @@ def test_small_flows_open_readable_and_big_ones_fit_with_a_minimap(page: Any, fo
     shot(page, "readable")
     open_flow(page, folder / "big.yaml")
     assert zoom(page) < 0.75
-    sync_api.expect(canvas(page).locator(".react-flow__minimap")).to_be_visible()
+    assert canvas(page).locator(".react-flow__minimap").count() == 0  # above 100 nodes it doubled an edit's time
     bounds = canvas(page).locator(".react-flow__renderer").bounding_box()
     for node_id in ("$inputs", "$outputs"):
         box = canvas(page).get_by_test_id(f"node-{node_id}").bounding_box()
@@ -167,6 +167,12 @@ def test_the_canvas_shows_guards_models_descriptions_sub_flows_and_errors(page: 
     open_flow(page, folder / "broken.yaml")
     sync_api.expect(frame.get_by_test_id("node-shout").get_by_test_id("node-errors")).to_contain_text("nosuch")
     shot(page, "node-error")
+    page.get_by_role("radio", name="YAML").click()
+    sync_api.expect(page.get_by_text(re.compile(r"^line 10: .*nosuch"))).to_be_visible(timeout=WAIT_MS)
+    ace = page.frame_locator("iframe[title*='code_editor']")  # open: the flow has a problem
+    sync_api.expect(ace.locator(".ace_gutter-cell.ace_error")).to_have_text("10", timeout=WAIT_MS)
+    shot(page, "yaml-view")
+    page.get_by_role("radio", name="Canvas").click()
     open_flow(page, folder / "summarise-reviews.yaml")
     frame.get_by_test_id("subflow-each").click()
     sync_api.expect(page.get_by_role("combobox", name="Flow", exact=True)).to_have_value(
@@ -203,6 +209,11 @@ def test_the_inspector_renames_guards_and_refuses_a_bad_template_keeping_the_por
     shot(page, "refused")
     page.get_by_role("button", name="Save").click()
     assert path.read_text(encoding="utf-8") == text  # nothing of the refused value reached the flow
+    page.get_by_role("radio", name="Flow", exact=True).click()
+    for table in ("Flow inputs", "Flow outputs", "Model aliases"):
+        sync_api.expect(page.get_by_text(table, exact=True)).to_be_visible(timeout=WAIT_MS)
+    sync_api.expect(page.get_by_test_id("stDataFrame")).to_have_count(3)
+    shot(page, "flow-settings")
 
 
 def test_duplicate_copy_paste_context_menu_and_dark_mode(page: Any, folder: Path, server: str, browser: Any) -> None:
