@@ -126,7 +126,8 @@ def card_size(node_id: str, spec: Mapping[str, Any], ports: NodePorts | None) ->
     chars = max(
         len(node_id) + len(str(spec.get("type", ""))) + 4, max(rows_in, default=0) + max(rows_out, default=0) + 4
     )
-    width = min(380.0, max(220.0, max(chars, badges) * CHAR_PX + 30))
+    prose = len(said["description"]) * CHAR_PX * 0.85 + 30  # a description wraps only at the card's widest
+    width = min(380.0, max(220.0, max(chars, badges) * CHAR_PX + 30, prose))
     lines = -(-len(said["description"]) * CHAR_PX // (width - 24)) if said["description"] else 0
     rows = max(len(rows_in), len(rows_out), 1)
     height = (

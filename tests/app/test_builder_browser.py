@@ -258,6 +258,8 @@ def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any,
             sync_api.expect(page.get_by_role("link", name=link).last).to_be_visible()
         card = cards.filter(has_text="route-question")
         sync_api.expect(card).to_contain_text("4 nodes")
+        sync_api.expect(cards.last.get_by_role("button", name="Copy")).to_be_visible(timeout=WAIT_MS)
+        page.wait_for_timeout(500)  # the cards' buttons finish drawing
         shot(page, "home")
         card.get_by_role("button", name="Open").click()
         sync_api.expect(page.get_by_role("combobox", name="Flow", exact=True)).to_have_value(
