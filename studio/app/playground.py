@@ -1,10 +1,11 @@
 """The Playground, docked beside the canvas: the flow's input form (or a chat for a flow with one
-text input and one text output), Run, the outputs when it ends, the error of the failing node, and
-the inputs and outputs of the node selected on the canvas. The canvas shows each node's status,
+text input and one text output), Run, the outputs when it ends, the error of the failing node, a
+waiting human.input answered in place, and the inputs and outputs of the node selected on the canvas. The canvas shows each node's status,
 streamed tokens and error while it runs (`notes`)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import streamlit as st
@@ -12,10 +13,13 @@ import streamlit as st
 from studio.app.editor_run import EditorRun, start_run
 from studio.app.nav import trace_page
 from studio.app.run_page import input_widget
-from studio.app.settings import settings
+from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, show_value
 from studio.editor.editor import Editor
+from studio.errors import FlowError
 from studio.flow.spec import Flow
+from studio.store.base import StepRecord
+from studio.types import value_from_text
 
 PREVIEW_CHARS = 240
 """How much of a node's streamed or produced text the canvas shows (its end)."""
@@ -95,7 +99,7 @@ def _ended(current: EditorRun) -> None:
     failed = current.node_errors()
     for node, error in failed.items():
         st.error(f"{node}: {error}", icon=":material/error:")
-    if current.error and not failed:
+    if current.error and not failed and current.status != "waiting":  # waiting is said by the form below
         st.error(current.error)
     if current.outputs:
         st.markdown("**Outputs**")
@@ -104,6 +108,47 @@ def _ended(current: EditorRun) -> None:
             show_value(value)
     if current.run_id and st.button(f"Open trace ({current.status})", key="editor_open_trace"):
         st.switch_page(trace_page(), query_params={"run": current.run_id})
+
+
+def _waiting_steps(run_id: str) -> list[StepRecord]:
+    with open_store() as store:
+        steps = store.steps(run_id)
+    done = {s.node for s in steps if s.status == "succeeded"}
+    return [s for s in steps if s.status == "waiting" and s.node not in done and "[" not in s.node]
+
+
+def _answer_in_place(current: EditorRun) -> None:
+    """A run waiting at human.input nodes: what each asks, an answer field each, Resume (the run goes on here)."""
+    asks = _waiting_steps(current.run_id or "")
+    if not asks:
+        return
+    with st.form(f"answer_{current.run_id}", border=True):
+        st.markdown("**Waiting for input**")
+        answers = {}
+        for step in asks:
+            st.text(step.error or "")
+            answers[step.node] = st.text_input(
+                f"Answer for {step.node}",
+                key=f"answer_{current.run_id}_{step.node}",
+                help="JSON (true, 3, [..]) or text",
+            )
+        if not st.form_submit_button("Resume", type="primary"):
+            return
+    from studio.runtime.runner import resume_run_async
+
+    values = {node: value_from_text(text) for node, text in answers.items()}
+    try:
+        result = asyncio.run(resume_run_async(current.run_id or "", values=values, db=settings().db))
+    except FlowError as err:
+        st.error(err.message)
+        return
+    with open_store() as store:
+        for step in store.steps(result.run_id):
+            if step.node in current.statuses:
+                current.statuses[step.node] = step.status
+                current.steps[step.node] = step
+    current.outputs, current.error, current.status = result.outputs, result.error, result.status
+    st.rerun()
 
 
 def _selected_step(editor: Editor, current: EditorRun) -> None:
@@ -139,4 +184,6 @@ def render_playground(editor: Editor) -> None:
         return
     st.divider()
     _ended(current)
+    if current.status == "waiting" and current.run_id:
+        _answer_in_place(current)
     _selected_step(editor, current)

@@ -49,6 +49,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     failing = (FIXTURES / "commented.yaml").read_text(encoding="utf-8").replace("name: commented", "name: refusing")
     failing = failing.replace("[{reply: ok}]", "[{error: {kind: auth}}]")
     (flows / "refusing.yaml").write_text(failing, encoding="utf-8")
+    approve = (FLOWS / "approve-reply.yaml").read_text(encoding="utf-8").replace("name: approve-reply", "name: approve")
+    approve = approve.replace(
+        "{model: local/smollm2, temperature: 0, max_tokens: 60}", "{model: scripted, script: [{reply: Sure.}]}"
+    )
+    (flows / "approve.yaml").write_text(approve, encoding="utf-8")
     return flows
 
 
@@ -300,3 +305,21 @@ def test_the_playground_runs_beside_the_canvas_with_outputs_node_io_errors_and_c
     sync_api.expect(frame.get_by_test_id("run-error-answer")).to_contain_text("auth", timeout=WAIT_MS)
     sync_api.expect(panel.get_by_text(re.compile("^answer: .*auth"))).to_be_visible(timeout=WAIT_MS)
     shot(page, "run-failed")
+
+
+def test_a_human_input_is_answered_in_the_playground(page: Any, folder: Path) -> None:
+    open_flow(page, folder / "approve.yaml")
+    frame = canvas(page)
+    page.get_by_role("button", name="Run").click()
+    page.get_by_role("textbox", name="message (str)").fill("my order is late")
+    page.get_by_role("button", name="Start").click()
+    panel = page.locator(".st-key-editor_inspector")
+    sync_api.expect(panel.get_by_text("Waiting for input")).to_be_visible(timeout=WAIT_MS)
+    sync_api.expect(panel).to_contain_text("Send this reply? Sure.")
+    shot(page, "human-input")
+    panel.get_by_role("textbox", name="Answer for approve").fill("true")
+    panel.get_by_role("button", name="Resume").click()
+    sync_api.expect(frame.get_by_test_id("node-send")).to_have_class(
+        re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
+    )
+    sync_api.expect(panel.get_by_test_id("stCode").last).to_contain_text("SENT: Sure.", timeout=WAIT_MS)
