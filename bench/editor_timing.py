@@ -11,9 +11,15 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
   revalidation → new graph → React Flow);
 - connect: drag from the first added node's output to a second one's input; from the release
   until the canvas shows one more edge;
-- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit and the graph after it.
+- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit and the graph after it;
+- build from empty (issue #19), at 1440x900: open an empty flow file, then with the mouse add five
+  text.template nodes from the palette, wire `$inputs.+` to the first (a new flow input), chain
+  the five, give the third a `when` guard in the inspector (Apply), wire the last to `$outputs.+`
+  and press Ctrl+S; each gesture is timed from the action until the canvas (or the saved file)
+  shows its result.
 
-Goals (issue #8): open < 3 s, an edit's round trip < 1 s. Prints ONE JSON object.
+Goals: open < 3 s (issue #8; < 2 s median, issue #19), an edit's round trip < 1 s
+(add/connect/apply < 0.5 s, issue #19). Prints ONE JSON object.
 
 Run (from the repository root):
     .venv/bin/python bench/editor_timing.py
@@ -23,6 +29,7 @@ Run (from the repository root):
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -35,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from studio.editor.document import new_flow_text  # noqa: E402
 from studio.editor.editor import Editor  # noqa: E402
 from tests.app.browser import CHROMIUM, chromium, studio_server  # noqa: E402
 from tests.app.editor_browser import big_flow, canvas, drag, port  # noqa: E402
@@ -78,6 +86,65 @@ def _connect(page: Any, source_id: str, target_id: str) -> float:
     return time.perf_counter() - start
 
 
+def _timed(action: Any, done: Any) -> float:
+    start = time.perf_counter()
+    action()
+    done()
+    return round(time.perf_counter() - start, 3)
+
+
+def build_from_empty(page: Any, path: Path) -> dict[str, Any]:
+    """Five nodes, six wires (one makes the flow input, one the output), a guard, save: each gesture's seconds."""
+    from playwright.sync_api import expect
+
+    frame = canvas(page)
+    root = _root(page)
+    times: dict[str, Any] = {}
+    page.get_by_role("combobox", name="Flow", exact=True).click()
+    times["open_empty"] = _timed(
+        lambda: page.get_by_role("option", name=path.name, exact=True).click(),
+        lambda: expect(root).to_have_attribute("data-nodes", "2", timeout=TIMEOUT_MS),
+    )
+    ids = ["template", "template_2", "template_3", "template_4", "template_5"]
+    for number, node_id in enumerate(ids):
+        times[f"add_{number + 1}"] = _timed(
+            lambda: frame.get_by_test_id("palette-item-text.template").click(),
+            lambda node_id=node_id: expect(frame.get_by_test_id(f"node-{node_id}")).to_be_visible(timeout=TIMEOUT_MS),
+        )
+        frame.get_by_test_id("canvas-fit").click()
+    wires = [(("$inputs", "+"), (ids[0], "text"))] + [((a, "text"), (b, "text")) for a, b in itertools.pairwise(ids)]
+    wires.append(((ids[-1], "text"), ("$outputs", "+")))
+    for number, ((source, out), (target, into)) in enumerate(wires):
+        edges = int(root.get_attribute("data-edges"))
+        drag(page, port(page, source, "out", out), port(page, target, "in", into), release=False)
+        times[f"wire_{number + 1}"] = _timed(
+            page.mouse.up,
+            lambda edges=edges: expect(root).to_have_attribute("data-edges", str(edges + 1), timeout=TIMEOUT_MS),
+        )
+        frame.get_by_test_id("canvas-fit").click()
+    frame.get_by_test_id(f"node-{ids[2]}").click()
+    expect(page.get_by_role("heading", name=ids[2])).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_role("textbox", name="when", exact=True).fill(f"{ids[1]}.text != ''")
+    times["guard_apply"] = _timed(
+        lambda: page.get_by_role("button", name="Apply", exact=True).first.click(),
+        lambda: expect(frame.get_by_test_id(f"guard-{ids[2]}")).to_be_visible(timeout=TIMEOUT_MS),
+    )
+
+    def saved() -> None:
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while not all(part in path.read_text(encoding="utf-8") for part in ("when:", f"${ids[-1]}.text")):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the flow was not saved")
+            time.sleep(0.02)
+
+    times["save_ctrl_s"] = _timed(lambda: page.keyboard.press("Control+s"), saved)
+    gestures = [v for k, v in times.items() if k.startswith(("add_", "wire_", "guard_"))]
+    times["gesture_median_s"] = round(statistics.median(gestures), 3)
+    times["gesture_max_s"] = max(gestures)
+    times["total_s"] = round(sum(v for k, v in times.items() if not k.startswith("gesture_")), 3)
+    return times
+
+
 def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
     with (
         studio_server(FLOWSTUDIO, folder, folder / "bench.db", folder / "studio.log") as (url, _),
@@ -90,7 +157,16 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
             adds += [_add(page, "template"), _add(page, "template_2")]  # each session edits the file as on disk
             connects.append(_connect(page, "template", "template_2"))
             page.close()
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{url}/editor")
+        expect_open = _root(page)
+        from playwright.sync_api import expect
+
+        expect(expect_open).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
+        build = build_from_empty(page, folder / "empty.yaml")
+        page.close()
     return {
+        "build_from_empty": build,
         "open_first_s": round(opens[0], 3),
         "open_median_s": round(statistics.median(opens[1:] or opens), 3),
         "add_node_median_s": round(statistics.median(adds), 3),
@@ -132,6 +208,7 @@ def main() -> None:
         folder = Path(tmp)
         path = folder / "big.yaml"
         path.write_text(big_flow(args.nodes), encoding="utf-8")
+        (folder / "empty.yaml").write_text(new_flow_text("empty"), encoding="utf-8")
         server = server_figures(path)
         figures = browser_figures(folder, args.nodes, args.repeat)
     print(json.dumps({"nodes": args.nodes, "repeat": args.repeat, "browser": figures, "server": server}, indent=2))

@@ -9,10 +9,10 @@ from pathlib import Path
 import streamlit as st
 
 from studio.app.canvas import flow_canvas
-from studio.app.editor_run import EditorRun, start_run
-from studio.app.inspector import render_inspector
-from studio.app.nav import trace_page
-from studio.app.run_page import flow_files, input_widget
+from studio.app.editor_run import EditorRun
+from studio.app.inspector import render_flow_settings, render_inspector
+from studio.app.playground import notes, render_playground, run_key
+from studio.app.run_page import flow_files
 from studio.app.settings import settings
 from studio.editor.document import new_flow_text
 from studio.editor.editor import Editor
@@ -23,6 +23,9 @@ from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
+INSPECTOR, FLOW, PLAYGROUND = "Inspector", "Flow", "Playground"
+CANVAS_LEAST_PX = 480
+"""The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
 
 def _editors() -> dict[str, Editor]:
@@ -58,7 +61,7 @@ def _create(folder: Path, name: str, start: Path | None) -> Path:
 
 
 def _new_flow_form(folder: Path, files: list[Path]) -> None:
-    with st.popover("New flow", icon=":material/add:"):
+    with st.popover("New flow", icon=":material/add:", width="stretch"):
         created = st.session_state.get("flows_created", 0)
         name = st.text_input("Name", value=_free_name(folder), key=f"new_flow_name_{created}")
         choices: list[Path | None] = [None, *files]
@@ -74,23 +77,28 @@ def _new_flow_form(folder: Path, files: list[Path]) -> None:
             except FlowError as err:
                 st.error(f"{err.field}: {err.message}")
                 return
-            st.session_state["editor_flow"] = path
+            st.session_state["editor_flow_next"] = path
             st.session_state["flows_created"] = created + 1
             st.rerun()
 
 
-def _pick(folder: Path) -> Editor | None:
-    files = flow_files(folder)
-    left, right = st.columns([4, 1], vertical_alignment="bottom")
-    with right:
-        _new_flow_form(folder, files)
+def _pick(folder: Path, files: list[Path]) -> Editor | None:
+    """The flow picker (in the toolbar row); the open editor for the chosen file."""
     if not files:
         st.info(f"No flow files in {folder} yet: create one.")
         return None
+    wanted = st.session_state.pop("editor_flow_next", None)  # a sub-flow the canvas asked to open
+    if wanted in files:
+        st.session_state["editor_flow"] = wanted
     if st.session_state.get("editor_flow") not in files:
         st.session_state["editor_flow"] = files[0]
-    with left:
-        path = st.selectbox("Flow", files, format_func=lambda p: str(p.relative_to(folder)), key="editor_flow")
+    path = st.selectbox(
+        "Flow",
+        files,
+        format_func=lambda p: str(p.relative_to(folder)),
+        key="editor_flow",
+        label_visibility="collapsed",
+    )
     editors = _editors()
     editor = editors.get(str(path))
     if editor is not None and editor.changed_on_disk() and not _keep_or_reload(editor):
@@ -113,54 +121,37 @@ def _keep_or_reload(editor: Editor) -> bool:
     return not st.button("Reload from disk (discard the changes made here)", key="editor_reload")
 
 
-def _run_form(editor: Editor) -> None:
-    with st.popover("Run", icon=":material/play_arrow:", disabled=editor.checked is None):
-        if editor.checked is None:
-            return
-        if editor.dirty:
-            st.caption("Running saves the flow first.")
-        with st.form("editor_run_inputs", border=False):
-            values = {name: input_widget(name, spec) for name, spec in editor.checked.spec.inputs.items()}
-            go = st.form_submit_button("Start", type="primary")
-        if go:
-            if editor.dirty:
-                editor.save()
-            nodes = [str(n) for n in editor.flow.nodes()]
-            st.session_state[f"run:{editor.path}"] = start_run(editor.path, values, nodes, settings().db)
-            st.rerun()
+def _run_button(editor: Editor) -> None:
+    """Opens the Playground beside the canvas (the side panel too, when it was hidden)."""
+    if st.button("Run", icon=":material/play_arrow:", key="editor_run_open", disabled=editor.checked is None):
+        st.session_state["editor_panel"] = PLAYGROUND
+        st.session_state["editor_inspector_open"] = True
 
 
-def _toolbar(editor: Editor) -> EditorRun | None:
-    save, run, state = st.columns([1, 1, 4], vertical_alignment="center")
-    with save:
-        if st.button(
-            "Save", icon=":material/save:", type="primary" if editor.dirty else "secondary", key="editor_save"
-        ):
-            written = editor.save()
-            st.toast(
-                "Saved " + ", ".join(p.name for p in written) if written else "Nothing to save", icon=":material/save:"
-            )
-    with run:
-        _run_form(editor)
-    current: EditorRun | None = st.session_state.get(f"run:{editor.path}")
-    with state:
-        if editor.dirty:
-            st.caption("Unsaved changes")
-        if current is not None:
-            _run_state(current)
-    return current
-
-
-def _run_state(current: EditorRun) -> None:
-    if not current.done:
-        st.caption(
-            f"Running… {sum(s != 'pending' for s in current.statuses.values())} of {len(current.statuses)} nodes done"
+def _save_button(editor: Editor) -> None:
+    if st.button(
+        "Save",
+        icon=":material/save:",
+        type="primary" if editor.dirty else "secondary",
+        key="editor_save",
+        help="Ctrl/Cmd+S",
+    ):
+        written = editor.save()
+        st.toast(
+            "Saved " + ", ".join(p.name for p in written) if written else "Nothing to save", icon=":material/save:"
         )
-        return
-    if current.error:
-        st.error(current.error)
-    if current.run_id and st.button(f"Open trace ({current.status})", key="editor_open_trace"):
-        st.switch_page(trace_page(), query_params={"run": current.run_id})
+
+
+def _run_status(editor: Editor) -> EditorRun | None:
+    current: EditorRun | None = st.session_state.get(run_key(editor))
+    if editor.dirty:
+        st.caption("Unsaved changes")
+    if current is not None and not current.done:
+        done = sum(s not in ("pending", "running") for s in current.statuses.values())
+        st.caption(f"Running… {done} of {len(current.statuses)} nodes done")
+    elif current is not None:
+        st.caption(f"Last run: {current.status}")
+    return current
 
 
 def _problems(editor: Editor) -> None:
@@ -168,43 +159,147 @@ def _problems(editor: Editor) -> None:
         st.error(f"{problem.where}: {problem.message}", icon=":material/error:")
 
 
+def _problem_line(where: str) -> int | None:
+    """The line of a problem's `file:line at field`, when it names one."""
+    match = re.search(r":(\d+)(?: at |$)", where)
+    return int(match.group(1)) if match else None
+
+
+def _apply_text(editor: Editor, text: str) -> None:
+    try:
+        editor.replace_text(text)
+    except FlowError as err:
+        st.error(str(err))
+        return
+    st.rerun()
+
+
+def _code_editor(editor: Editor) -> None:
+    """The kept code-editor component (Ace): line numbers, each problem marked at its line, Apply (Ctrl+Enter)."""
+    try:
+        from code_editor import code_editor  # type: ignore[import-untyped]
+    except ImportError:  # an install without the studio extra's newer pins: the plain text area below stays
+        st.caption("The code editor needs `pip install streamlit-code-editor`.")
+        return
+
+    annotations = [
+        {"row": line - 1, "column": 0, "type": "error", "text": problem.message}
+        for problem in editor.problems
+        if (line := _problem_line(problem.where))
+    ]
+    apply = {"name": "Apply", "feather": "Check", "hasText": True, "alwaysOn": True, "commands": ["submit"],
+             "style": {"bottom": "0.5rem", "right": "0.5rem"}}  # fmt: skip
+    reply = code_editor(
+        editor.flow.text,
+        lang="yaml",
+        height=[12, 40],
+        buttons=[apply],
+        props={"annotations": annotations, "showPrintMargin": False},
+        options={"showLineNumbers": True, "tabSize": 2, "useSoftTabs": True},
+        key=f"code-{editor.path}-{editor.version}",
+    )
+    if reply.get("type") == "submit" and reply.get("text") not in (None, editor.flow.text):
+        _apply_text(editor, str(reply["text"]))
+
+
 def _yaml_tab(editor: Editor) -> None:
     st.caption(f"{editor.path.name}, exactly as Save writes it.")
+    for problem in editor.problems:
+        line = _problem_line(problem.where)
+        st.error(f"line {line}: {problem.message}" if line else problem.message, icon=":material/error:")
     st.code(editor.flow.text, language="yaml", line_numbers=True)
-    with st.expander("Edit the YAML"):
-        text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
-        if st.button("Apply YAML", key="editor_apply_yaml"):
-            try:
-                editor.replace_text(text)
-            except FlowError as err:
-                st.error(str(err))
-                return
-            st.rerun()
-    _problems(editor)
+    with st.expander("Edit the YAML", expanded=bool(editor.problems)):
+        _code_editor(editor)
+        with st.popover("Plain text"):
+            text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
+            if st.button("Apply YAML", key="editor_apply_yaml"):
+                _apply_text(editor, text)
+
+
+PAGE_STYLE = """
+<style>
+.block-container { padding-top: 3.3rem; padding-bottom: 0; padding-left: 1.25rem; padding-right: 1.25rem; }
+.st-key-editor_toolbar { gap: 0.5rem; }
+.st-key-editor_inspector { max-height: calc(100vh - 8.5rem); overflow-y: auto; padding-right: 0.25rem; }
+</style>
+"""
+"""Fixed text: the Editor uses the whole window (the canvas fills it below one toolbar row)."""
+
+
+def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
+    """One row: title, flow, new, save, run, status, view, inspector; returns what the page needs below it."""
+    files = flow_files(folder)
+    with st.container(key="editor_toolbar"):
+        cells = st.columns([0.8, 2.2, 1.1, 0.9, 0.8, 2.0, 1.5, 1.2], vertical_alignment="center")
+        cells[0].markdown("#### Editor")
+        with cells[1]:
+            editor = _pick(folder, files)
+        with cells[2]:
+            _new_flow_form(folder, files)
+        if editor is None:
+            return None, None, "Canvas", False
+        editor.apply_events(st.session_state.get(f"canvas:{editor.path}"))
+        if editor.open_request is not None:
+            _open_subflow(editor, files)
+        with cells[3]:
+            _save_button(editor)
+        with cells[4]:
+            _run_button(editor)
+        with cells[5]:
+            current = _run_status(editor)
+        with cells[6]:
+            view = st.segmented_control(
+                "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
+            )
+        with cells[7]:
+            inspector = st.toggle(
+                "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
+            )
+    return editor, current, view or "Canvas", inspector
+
+
+def _open_subflow(editor: Editor, files: list[Path]) -> None:
+    """The canvas asked to open a node's sub-flow: switch to it when it is one of the folder's flows."""
+    wanted, editor.open_request = editor.open_request, None
+    match = next((f for f in files if f.resolve() == wanted), None)
+    if match is None:
+        st.toast(f"{wanted} is not a flow file of this folder", icon=":material/error:")
+        return
+    st.session_state["editor_flow_next"] = match
+    st.rerun()
+
+
+def _side_panel(editor: Editor) -> None:
+    """Only the chosen panel is built: the flow's tables cost a rerun of a 200-node flow more than the canvas."""
+    panel = st.segmented_control(
+        "Panel", [INSPECTOR, FLOW, PLAYGROUND], default=INSPECTOR, key="editor_panel", label_visibility="collapsed"
+    )
+    if panel == PLAYGROUND:
+        render_playground(editor)
+    elif panel == FLOW:
+        render_flow_settings(editor)
+    else:
+        _problems(editor)
+        render_inspector(editor)
 
 
 def render() -> None:
-    """Flow picker, toolbar, canvas with inspector, YAML tab."""
-    st.title("Editor")
-    editor = _pick(settings().flows_dir)
+    """One toolbar row; below it the canvas filling the window, with the inspector as a side panel (or the YAML)."""
+    st.html(PAGE_STYLE)
+    editor, current, view, inspector = _toolbar(settings().flows_dir)
     if editor is None:
         return
-    canvas_key = f"canvas:{editor.path}"
-    editor.apply_events(st.session_state.get(canvas_key))
-    current = _toolbar(editor)
-    view = st.segmented_control(
-        "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
-    )
     if view == "YAML":  # only the view on screen is built: a 200-node flow's YAML is long
         _yaml_tab(editor)
     else:
-        left, right = st.columns([3, 1])
+        left, right = st.columns([3, 1]) if inspector else (st.container(), None)
         with left:
             status = current.statuses if current is not None else None
-            flow_canvas(editor.graph(status, fit=editor.version == 1), key=canvas_key, height=620)
-            _problems(editor)
-        with right, st.container(height=680, border=False):  # as tall as the canvas; scrolls inside
-            render_inspector(editor)
+            graph = editor.graph(status, fit=editor.version == 1, notes=notes(current))
+            flow_canvas(graph, key=f"canvas:{editor.path}", height=CANVAS_LEAST_PX, fill=True)
+        if right is not None:
+            with right, st.container(key="editor_inspector", border=False):
+                _side_panel(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
     if current is not None and not current.done:
         time.sleep(POLL_S)

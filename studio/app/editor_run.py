@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,13 @@ class EditorRun:
     error: str | None = None
     status: str = "running"
     """`running`, then the run's own status (`succeeded`, `failed`, `waiting`) or `error`."""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] | None = None
+    """The flow's outputs, once it ended."""
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    """Each of the flow's own nodes' last finished step (inputs, outputs, error)."""
+    tokens: dict[str, str] = field(default_factory=dict)
+    """Text streamed so far by each node (the engine's `token` events), by the flow's own node id."""
     thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -28,6 +36,10 @@ class EditorRun:
         return self.status != "running"
 
     def hook(self, *, event: str, **details: Any) -> None:
+        if event == "token":
+            node = _own_node(str(details.get("node", "")))
+            self.tokens[node] = self.tokens.get(node, "") + str(details.get("text", ""))
+            return
         if event == "run_started":
             self.run_id = str(details["run_id"])
         if event == "step_started" and details.get("node") in self.statuses:
@@ -35,18 +47,29 @@ class EditorRun:
         step = details.get("step")
         if event == "step_finished" and isinstance(step, StepRecord) and "[" not in step.node:
             self.statuses[step.node] = "cached" if step.status == "succeeded" and step.cached else step.status
+            self.steps[step.node] = step
+
+    def node_errors(self) -> dict[str, str]:
+        """The error of each node whose step failed."""
+        return {node: step.error for node, step in self.steps.items() if step.status == "failed" and step.error}
+
+
+def _own_node(path: str) -> str:
+    """`map[2].summarise` or `call.answer` → the run's own node (`map`, `call`)."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
 
 
 def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path) -> EditorRun:
     """Run the saved flow at `path` in a thread; every node starts as `pending`."""
-    run = EditorRun(statuses=dict.fromkeys(nodes, "pending"))
+    run = EditorRun(statuses=dict.fromkeys(nodes, "pending"), inputs=dict(values))
 
     def work() -> None:
         from studio.runtime.runner import run_flow_async
 
         try:
             result = asyncio.run(run_flow_async(path, values, db=db, hooks=[run.hook]))
-            run.run_id, run.status = result.run_id, result.status
+            run.run_id, run.outputs, run.error = result.run_id, result.outputs, result.error
+            run.status = result.status  # last: the page takes `done` to mean everything above is set
         except FlowError as err:
             run.error, run.status = str(err), "error"
         except Exception as err:  # the page must learn that the thread died, whatever happened

@@ -6,6 +6,12 @@ import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
 
+def home_page() -> StreamlitPage:
+    from studio.app.home_page import render
+
+    return st.Page(render, title="Home", icon=":material/home:", url_path="home")
+
+
 def runs_page() -> StreamlitPage:
     from studio.app.runs_page import render
 
@@ -37,8 +43,8 @@ def editor_page() -> StreamlitPage:
 
 
 def all_pages() -> list[StreamlitPage]:
-    """Runs first: it is where people start."""
-    return [runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
+    """Home first in the bar (the folder's flows); Runs stays the page the app opens on."""
+    return [home_page(), runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
 
 
 def trace_link(run_id: str) -> str:

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from studio.editor.document import EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
-from studio.editor.ports import Port
+from studio.editor.ports import NodePorts, Port
 from studio.editor.problems import Problem
+from studio.flow import templates
 from studio.runtime import registry
+
+GUARD_HANDLE = "$when"
+"""The hidden target handle on every node that guard and `after` links enter."""
 
 
 def _port(port: Port, wired: set[str]) -> dict[str, Any]:
@@ -67,14 +72,25 @@ def _at(layout: Layout, node_id: str) -> dict[str, float]:
 
 
 def canvas_nodes(
-    flow: EditableFlow, layout: Layout, problems: list[Problem], status: Mapping[str, str]
+    flow: EditableFlow,
+    layout: Layout,
+    problems: list[Problem],
+    status: Mapping[str, str],
+    notes: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """The special inputs/outputs nodes, then every node of the flow in file order."""
+    """The special inputs/outputs nodes, then every node of the flow in file order.
+
+    `notes`: what a run from the editor says per node: `preview` (streamed or produced text),
+    `run_error` (why its step failed)."""
+    notes = notes or {}
     wired = {(target, port) for _, _, target, port in edges(flow)}
     found = _special_nodes(flow, layout, wired)
     for node_id, ports in flow.ports().items():
-        errors = ports.errors + [p.message for p in problems if p.node == node_id]
-        node_type = str(flow.node(node_id).get("type", ""))
+        errors = ports.errors + [
+            p.message for p in problems if p.node == node_id and not any(e in p.message for e in ports.errors)
+        ]
+        spec = flow.node(node_id)
+        node_type = str(spec.get("type", ""))
         inputs = [_port(p, {port for target, port in wired if target == node_id}) for p in ports.inputs]
         found.append(
             {
@@ -88,13 +104,122 @@ def canvas_nodes(
                 "status": status.get(node_id),
                 "errors": errors,
                 "add_port": ports.templated,
+                **facts(spec),
+                **notes.get(node_id, {}),
             }
         )
     return found
 
 
-def canvas_edges(flow: EditableFlow) -> list[dict[str, str]]:
+CHAR_PX = 9.5
+"""About how wide one character of a card's 16px text is, in canvas pixels."""
+
+
+def card_size(node_id: str, spec: Mapping[str, Any], ports: NodePorts | None) -> tuple[float, float]:
+    """About how big the canvas draws a node's card (width, height), for laying the flow out."""
+    if node_id in (INPUTS, OUTPUTS) or ports is None:
+        return (230.0, 120.0)
+    said = facts(spec)
+    rows_in = [len(p.name) + len(str(p.type)) + 3 for p in ports.inputs] + ([14] if ports.templated else [])
+    rows_out = [len(p.name) + len(str(p.type)) + 3 for p in ports.outputs]
+    badges = len(said["when"] or "") + 5 + len(said["model"] or "") + (4 if said["when"] else 0)
+    chars = max(
+        len(node_id) + len(str(spec.get("type", ""))) + 4, max(rows_in, default=0) + max(rows_out, default=0) + 4
+    )
+    prose = len(said["description"]) * CHAR_PX * 0.85 + 30  # a description wraps only at the card's widest
+    width = min(380.0, max(220.0, max(chars, badges) * CHAR_PX + 30, prose))
+    lines = -(-len(said["description"]) * CHAR_PX // (width - 24)) if said["description"] else 0
+    rows = max(len(rows_in), len(rows_out), 1)
+    height = (
+        44 + (30 if said["when"] or said["model"] else 0) + 22 * lines + (28 if said["subflow"] else 0) + 28 * rows + 14
+    )
+    return (round(width), round(height))
+
+
+def card_sizes(flow: EditableFlow) -> dict[str, tuple[float, float]]:
+    """Every card's size (the flow's inputs and outputs included), for `layout.auto_layout`."""
     ports = flow.ports()
+    sizes = {node_id: card_size(node_id, {}, None) for node_id in (INPUTS, OUTPUTS)}
+    for node_id, spec in flow.nodes().items():
+        sizes[str(node_id)] = card_size(str(node_id), spec if isinstance(spec, dict) else {}, ports.get(str(node_id)))
+    return sizes
+
+
+def facts(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What the YAML says about a node beside its ports: description, model alias, guard, sub-flow file."""
+    cls = registry.get(str(spec.get("type", "")))
+    config = spec.get("config") if isinstance(spec.get("config"), dict) else {}
+    subflow = config.get("flow") if isinstance(config, dict) else None
+    when = spec.get("when")
+    return {
+        "description": str(spec.get("description") or ""),
+        "model": str(spec.get("model") or "default") if cls is not None and cls.uses_model else None,
+        "when": str(when) if when not in (None, "") else None,
+        "subflow": str(subflow) if isinstance(subflow, str) and subflow.strip() else None,
+    }
+
+
+def _guard_sources(when: str) -> list[tuple[str, str | None]]:
+    """(node id, port it reads or None) for each node a `when` expression names (none when it does not parse)."""
+    try:
+        names = templates.expression_names(when)
+    except Exception:  # a half-written guard draws no link; validation reports it
+        return []
+    found = []
+    for name in sorted(names):
+        port = re.search(rf"\b{re.escape(name)}\s*\.\s*(\w+)", when)
+        found.append((name, port.group(1) if port else None))
+    return found
+
+
+def _link(source: str, port: str, target: str, kind: str) -> dict[str, Any]:
+    return {
+        "id": f"{kind}:{source}.{port}~{target}",
+        "source": source,
+        "sourceHandle": port,
+        "target": target,
+        "targetHandle": GUARD_HANDLE,
+        "type": "any",
+        "kind": kind,
+    }
+
+
+def ordering_pairs(flow: EditableFlow) -> list[tuple[str, str]]:
+    """(node, guarded or later node) for each node a `when` reads and each `after` entry: for laying out."""
+    found = []
+    for node_id, spec in flow.nodes().items():
+        if not isinstance(spec, dict):
+            continue
+        when = spec.get("when")
+        found += [(source, str(node_id)) for source, _ in (_guard_sources(str(when)) if when else [])]
+        after = spec.get("after")
+        found += [(str(source), str(node_id)) for source in (after if isinstance(after, list) else [])]
+    return [(a, b) for a, b in found if a in flow.nodes()]
+
+
+def guard_edges(flow: EditableFlow) -> list[dict[str, Any]]:
+    """A `when` link from each node a guard reads to the guarded node, and an `after` link per ordering dependency."""
+    ports = flow.ports()
+    found = []
+    for node_id, spec in flow.nodes().items():
+        if not isinstance(spec, dict):
+            continue
+        when = spec.get("when")
+        for source, port in _guard_sources(str(when)) if when else []:
+            outputs = [p.name for p in ports[source].outputs] if source in ports else []
+            if outputs:
+                found.append(_link(source, port if port in outputs else outputs[0], str(node_id), "guard"))
+        for source in spec.get("after") or [] if isinstance(spec.get("after"), list) else []:
+            outputs = [p.name for p in ports[str(source)].outputs] if str(source) in ports else []
+            if outputs:
+                found.append(_link(str(source), outputs[0], str(node_id), "after"))
+    return found
+
+
+def canvas_edges(flow: EditableFlow) -> list[dict[str, Any]]:
+    """Data wires (`conditional` when they enter a guarded node), then guard and `after` links."""
+    ports = flow.ports()
+    guarded = {str(n) for n, spec in flow.nodes().items() if isinstance(spec, dict) and spec.get("when")}
     input_types = flow.input_types()
     found = []
     for source, source_port, target, target_port in edges(flow):
@@ -111,6 +236,8 @@ def canvas_edges(flow: EditableFlow) -> list[dict[str, str]]:
                 "target": target,
                 "targetHandle": target_port,
                 "type": kind,
+                "kind": "data",
+                "conditional": target in guarded,
             }
         )
-    return found
+    return found + guard_edges(flow)

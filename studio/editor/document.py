@@ -7,6 +7,8 @@ an edit, so a flow that was opened and not edited keeps its exact bytes.
 
 from __future__ import annotations
 
+import copy
+import re
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +22,7 @@ from studio.flow import templates
 from studio.flow.fmt import NODE_ORDER, TOP_ORDER, dump, round_trip_yaml, yaml_value
 from studio.flow.loader import loads
 from studio.flow.refs import FLOW_INPUTS, Ref, parse_value, refs_in
+from studio.flow.spec import NODE_ID
 from studio.types import ANY, PortType
 
 ADD_PORT = "+"
@@ -96,6 +99,8 @@ class EditableFlow:
 
     def __init__(self, text: str, path: Path, *, data: Any = None) -> None:
         self.path = path
+        self._valid_ports: dict[str, NodePorts] = {}
+        """Each node's last ports that had no error: a bad value never takes a node's handles away."""
         self.load(text, data=data)
 
     def load(self, text: str, *, data: Any = None) -> None:
@@ -159,9 +164,22 @@ class EditableFlow:
         for node_id, node in self.nodes().items():
             spec = _mapping_or_empty(node)
             config, inputs = _mapping_or_empty(spec.get("config")), _mapping_or_empty(spec.get("inputs"))
-            found[str(node_id)] = node_ports(str(spec.get("type", "")), dict(config), dict(inputs), self.path.parent)
+            ports = node_ports(str(spec.get("type", "")), dict(config), dict(inputs), self.path.parent)
+            found[str(node_id)] = self._kept(str(node_id), ports)
         self._ports = (self.text, found)
         return found
+
+    def _kept(self, node_id: str, ports: NodePorts) -> NodePorts:
+        """`ports`, or (when they are broken) the node's last valid handles carrying the new errors."""
+        if not ports.errors:
+            self._valid_ports[node_id] = ports
+            return ports
+        last = self._valid_ports.get(node_id)
+        if last is None or ports.outputs:
+            return ports
+        known = {p.name for p in last.inputs}
+        inputs = last.inputs + [p for p in ports.inputs if p.name not in known]
+        return NodePorts(inputs, list(last.outputs), list(ports.errors), last.templated)
 
     def input_types(self) -> dict[str, PortType]:
         return {str(name): flow_input_type(spec) for name, spec in self.section("inputs").items()}
@@ -171,6 +189,7 @@ class EditableFlow:
     def _edit(self, change: Any) -> Any:
         """Run `change()` on the document and refresh the text (carrying it onto a hand-made layout)."""
         document = self.document  # parsed, and `canonical` known
+        self.ports()  # remember each node's valid handles before the change (cached per text)
         before = self.text if self.canonical else dump(document)
         result = change()
         after = dump(self.document)
@@ -324,6 +343,99 @@ class EditableFlow:
         for name in [n for n, v in outputs.items() if any(r.node in gone for r in refs_in(parse_value(v)))]:
             outputs.pop(name)  # type: ignore[attr-defined]
 
+    def duplicate(self, node_id: str) -> str:
+        """A copy of a node (type, config, inputs, guard...) under a new id, appended; returns the id."""
+        new_id = _unique(node_id, self.nodes())
+        self._edit(lambda: self.document["nodes"].__setitem__(new_id, copy.deepcopy(self.document["nodes"][node_id])))
+        return new_id
+
+    def rename(self, old: str, new: str) -> None:
+        """Give a node a new id, rewriting every reference to it (inputs, outputs, `when`, `after`)."""
+        if new == old:
+            return
+        problem = rename_problem(new, self.nodes())
+        if problem:
+            raise FlowError(problem, field=f"nodes.{old}", node=old)
+        self._edit(lambda: self._rename(old, new))
+        if old in self._valid_ports:
+            self._valid_ports[new] = self._valid_ports.pop(old)
+
+    def _rename(self, old: str, new: str) -> None:
+        nodes = self.document["nodes"]
+        position = list(nodes).index(old)
+        nodes.insert(position, new, nodes.pop(old))
+        for spec in nodes.values():
+            if not isinstance(spec, dict):
+                continue
+            if isinstance(spec.get("inputs"), dict):
+                _rewrite_refs(spec["inputs"], old, new)
+            if isinstance(spec.get("when"), str):
+                spec["when"] = _styled_like(spec["when"], re.sub(rf"(?<![\w.$]){re.escape(old)}\b", new, spec["when"]))
+            if isinstance(spec.get("after"), list):
+                spec["after"][:] = [new if name == old else name for name in spec["after"]]
+        if isinstance(self.document.get("outputs"), dict):
+            _rewrite_refs(self.document["outputs"], old, new)
+
+    def set_section(self, name: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """A mapping section of mappings (`inputs`, `models`) becomes `entries`, in their order: an entry
+        whose keys are unchanged keeps its text; a changed one keeps the keys the form does not show
+        (a value of None removes a key); a new one is written in flow style."""
+
+        def change() -> None:
+            section = self._mapping(self.document, name, TOP_ORDER)
+            for gone in [k for k in section if k not in entries]:
+                section.pop(gone)
+            for key, wanted in entries.items():
+                old = section.get(key)
+                merged = dict(old) if isinstance(old, dict) else {}
+                merged.update(wanted)
+                merged = {k: v for k, v in merged.items() if v is not None}
+                if isinstance(old, dict) and _plain(old) == merged:
+                    continue
+                if isinstance(old, dict):
+                    for k in [k for k in old if k not in merged]:
+                        old.pop(k)
+                    for k, v in merged.items():
+                        if old.get(k) != v:
+                            old[k] = _styled_like(old.get(k), v)
+                else:
+                    section[key] = yaml_value(merged)
+                    section[key].fa.set_flow_style()
+            order = list(entries)
+            if list(section) != order:
+                items = [(k, section[k]) for k in order]
+                for k in order:
+                    section.pop(k)
+                for k, v in items:
+                    section[k] = v
+            if not section:
+                self.document.pop(name)
+
+        self._edit(change)
+
+    def set_outputs(self, outputs: Mapping[str, str]) -> None:
+        """The flow's outputs become `outputs` (name → reference such as `$node.port`), in their order."""
+
+        def change() -> None:
+            section = self._mapping(self.document, "outputs", TOP_ORDER)
+            if list(section) == list(outputs) and all(str(section[k]) == v for k, v in outputs.items()):
+                return
+            for gone in [k for k in section if k not in outputs]:
+                section.pop(gone)
+            for key, value in outputs.items():
+                if str(section.get(key)) != value:
+                    section[key] = _styled_like(section.get(key), value)
+            if list(section) != list(outputs):
+                items = [(k, section[k]) for k in outputs]
+                for k in outputs:
+                    section.pop(k)
+                for k, v in items:
+                    section[k] = v
+            if not section:
+                self.document.pop("outputs")
+
+        self._edit(change)
+
     def set_config(self, node_id: str, changes: Mapping[str, Any]) -> None:
         """Set config fields (None removes one, back to the type's default)."""
 
@@ -350,18 +462,45 @@ class EditableFlow:
         )
 
 
+def _plain(value: Any) -> Any:
+    from studio.editor.fields import plain
+
+    return plain(value)
+
+
+def rename_problem(new: str, taken: Mapping[str, Any]) -> str | None:
+    """Why `new` cannot be a node id here (None when it can)."""
+    if not re.match(NODE_ID, new) or new == FLOW_INPUTS:
+        return f"{new!r} is not a node id: lowercase letters, digits and _, starting with a letter"
+    return f"there is a node {new!r} already" if new in taken else None
+
+
+def _rewrite_refs(container: Any, old: str, new: str) -> None:
+    """Every `$old.port` in a mapping's or list's string values (nested too) becomes `$new.port`, in place."""
+    keys = list(container) if isinstance(container, dict) else range(len(container))
+    for key in keys:
+        value = container[key]
+        if isinstance(value, (dict, list)):
+            _rewrite_refs(value, old, new)
+        elif isinstance(value, str) and f"${old}." in value:
+            container[key] = _styled_like(value, re.sub(rf"\${re.escape(old)}(?=\.)", f"${new}", value))
+
+
 def edge_id(source: str, source_port: str, target: str, target_port: str) -> str:
     """`summarise.text->headline.summary`: what the canvas sends back to delete an edge."""
     return f"{source}.{source_port}->{target}.{target_port}"
 
 
 def edges(flow: EditableFlow) -> list[tuple[str, str, str, str]]:
-    """(source, source port, target, target port) for every wire and every flow output read from the graph."""
+    """(source, source port, target, target port) for every wire (each reference in a list of them too)
+    and every flow output read from the graph."""
     found = []
     for node_id, spec in flow.nodes().items():
         for name, value in dict((spec or {}).get("inputs") or {}).items():
-            ref = parse_value(value)
-            if isinstance(ref, Ref):
+            parsed = parse_value(value)
+            for ref in (
+                [parsed] if isinstance(parsed, Ref) else refs_in(parsed)
+            ):  # a list or mapping of refs: one wire each
                 found.append((INPUTS if ref.node == FLOW_INPUTS else ref.node, ref.port, str(node_id), str(name)))
     for name, value in flow.section("outputs").items():
         ref = parse_value(value)

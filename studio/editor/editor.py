@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from studio.editor.canvas import canvas_edges, canvas_nodes, palette
+from studio.editor.canvas import canvas_edges, canvas_nodes, card_sizes, ordering_pairs, palette
 from studio.editor.document import EditableFlow, edges
 from studio.editor.history import History, Snapshot
 from studio.editor.layout import (
@@ -22,6 +22,7 @@ from studio.editor.layout import (
     sidecar_text,
 )
 from studio.editor.problems import Problem, check
+from studio.errors import FlowError
 from studio.flow.spec import Flow
 
 
@@ -75,6 +76,8 @@ class Editor:
         self.version = 1
         self.session: str | None = None
         self.ack = 0
+        self.open_request: Path | None = None
+        """A sub-flow the canvas asked to open (the page switches to it)."""
 
     # -- state -------------------------------------------------------------------------------
 
@@ -84,8 +87,8 @@ class Editor:
     def _place_missing(self, *, everything: bool = False) -> None:
         ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
         if everything:
-            graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow))]  # inputs left of outputs
-            self.layout = auto_layout(ids, graph)
+            graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow)), *ordering_pairs(self.flow)]
+            self.layout = auto_layout(ids, graph, card_sizes(self.flow))
             return
         for node_id in ids:
             if node_id not in self.layout:
@@ -144,7 +147,7 @@ class Editor:
         return applied
 
     def apply(self, event: Mapping[str, Any]) -> None:
-        """One canvas event: add_node, connect, delete, move, select, undo, redo."""
+        """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, open_flow."""
         kind = event.get("kind")
         if kind == "add_node":
             self.add_node(str(event["type"]), (float(event.get("x", 0)), float(event.get("y", 0))))
@@ -162,6 +165,13 @@ class Editor:
             self.undo()
         elif kind == "redo":
             self.redo()
+        elif kind == "save":
+            self.save()
+        elif kind == "duplicate":
+            offset = (float(event.get("dx", 40)), float(event.get("dy", 40)))
+            self.duplicate([str(n) for n in event.get("nodes") or []], offset)
+        elif kind == "open_flow":
+            self.open_request = (self.path.parent / str(event.get("path", ""))).resolve()
 
     def add_node(self, node_type: str, position: tuple[float, float] | None = None) -> str:
         node_id = self.flow.add_node(node_type)
@@ -186,6 +196,28 @@ class Editor:
             self.selected = None
         self._changed()
 
+    def duplicate(self, nodes: list[str], offset: tuple[float, float] = (40.0, 40.0)) -> list[str]:
+        """Copies of nodes (not the flow's inputs and outputs), placed `offset` from each original."""
+        made = []
+        for node_id in [n for n in nodes if n in self.flow.nodes()]:
+            new_id = self.flow.duplicate(node_id)
+            x, y = self.layout.get(node_id, free_spot(self.layout))
+            self.layout[new_id] = (x + offset[0], y + offset[1])
+            made.append(new_id)
+        if made:
+            self.selected = made[-1]
+            self._changed(Message("info", "duplicated as " + ", ".join(made)))
+        return made
+
+    def rename(self, old: str, new: str) -> None:
+        """A new id for a node, every reference rewritten; raises FlowError when `new` cannot be one."""
+        self.flow.rename(old, new)
+        if old in self.layout:
+            self.layout[new] = self.layout.pop(old)
+        if self.selected == old:
+            self.selected = new
+        self._changed(Message("info", f"renamed {old} to {new}"))
+
     def move(self, positions: Mapping[str, tuple[float, float]]) -> None:
         """Only the layout changes: the flow file stays as it is."""
         self.layout.update({k: v for k, v in positions.items() if k in self.layout})
@@ -197,6 +229,40 @@ class Editor:
 
     def edit_field(self, node_id: str, key: str, value: Any) -> None:
         self.flow.set_field(node_id, key, value)
+        self._changed()
+
+    def checked_edit(self, change: Callable[[], None]) -> str | None:
+        """Run a form's edits as one step; when one raises or they add a problem, take them all back
+        and return the message (the form shows it; the flow stays as it was)."""
+        cursor, selected, snapshot = self.history.cursor, self.selected, self._snapshot()
+        before = {p.message for p in self.problems}
+        try:
+            change()
+        except FlowError as err:
+            refused: str | None = f"{err.field}: {err.message}" if err.field else err.message
+        else:
+            new = [p for p in self.problems if p.message not in before]
+            refused = f"{new[0].where.rsplit('/', 1)[-1]}: {new[0].message}" if new else None
+        if refused is None:
+            if self.history.cursor > cursor + 1:  # one Apply, one undo step
+                del self.history.snapshots[cursor + 1 : self.history.cursor]
+                self.history.cursor = cursor + 1
+            return None
+        self.flow.load(snapshot.text, data=self._check(snapshot.text))
+        self.layout, self.selected = dict(snapshot.layout), selected
+        del self.history.snapshots[cursor + 1 :]
+        self.history.cursor = cursor
+        self.message = Message("error", refused)
+        self.version += 1
+        return refused
+
+    def edit_section(self, name: str, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """The flow's `inputs` or `models` become `entries` (see EditableFlow.set_section)."""
+        self.flow.set_section(name, entries)
+        self._changed()
+
+    def edit_outputs(self, outputs: Mapping[str, str]) -> None:
+        self.flow.set_outputs(outputs)
         self._changed()
 
     def replace_text(self, text: str) -> None:
@@ -239,10 +305,16 @@ class Editor:
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def graph(self, status: Mapping[str, str] | None = None, *, fit: bool = False) -> dict[str, Any]:
-        """The component's `graph` argument."""
+    def graph(
+        self,
+        status: Mapping[str, str] | None = None,
+        *,
+        fit: bool = False,
+        notes: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> dict[str, Any]:
+        """The component's `graph` argument (`notes`: a run's per-node preview and error)."""
         return {
-            "nodes": canvas_nodes(self.flow, self.layout, self.problems, status or {}),
+            "nodes": canvas_nodes(self.flow, self.layout, self.problems, status or {}, notes),
             "edges": canvas_edges(self.flow),
             "palette": palette(),
             "selected": self.selected,

@@ -38,6 +38,10 @@ class Field:
     choices: tuple[str, ...] = ()
     optional: bool = False
     """Whether the value may be left empty (removed from the file)."""
+    shape: typing.Literal["", "chips", "table"] = ""
+    """For a `yaml` field, a friendlier editor: `chips` for a list of strings (labels, stop
+    sequences), `table` for a list of mappings (demos, one row each). Either gives its value back
+    as YAML text (`as_yaml`), so parsing and comparing stay the same."""
 
 
 def _plain_annotation(annotation: Any) -> tuple[Any, bool]:
@@ -58,9 +62,19 @@ def _widget(name: str, annotation: Any) -> tuple[Widget, tuple[str, ...]]:
     return simple.get(annotation, "yaml"), ()
 
 
+def _shape(annotation: Any) -> typing.Literal["", "chips", "table"]:
+    if typing.get_origin(annotation) is not list:
+        return ""
+    (item,) = typing.get_args(annotation) or (Any,)
+    if item is str:
+        return "chips"
+    return "table" if item is dict or typing.get_origin(item) is dict else ""
+
+
 def _field(name: str, info: FieldInfo) -> Field:
     annotation, optional = _plain_annotation(info.annotation)
     widget, choices = _widget(name, annotation)
+    shape = _shape(annotation) if widget == "yaml" else ""
     default = None if info.is_required() else info.get_default(call_default_factory=True)
     return Field(
         key=info.alias or name,
@@ -70,6 +84,7 @@ def _field(name: str, info: FieldInfo) -> Field:
         required=info.is_required(),
         choices=choices,
         optional=optional,
+        shape=shape,
     )
 
 
@@ -112,6 +127,28 @@ def shown(field: Field, config: dict[str, Any]) -> Any:
     if field.widget in ("text", "area"):
         return "" if value is None else str(value)
     return value
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and value != value)  # NaN: an empty cell
+
+
+def table_rows(rows: Any) -> list[dict[str, Any]]:
+    """A table editor's rows as a list of mappings: empty cells dropped, then empty rows."""
+    found = []
+    for row in rows or []:
+        kept = {str(k): v for k, v in dict(row).items() if not _empty(v)}
+        if kept:
+            found.append(kept)
+    return found
+
+
+def as_yaml(field: Field, value: Any) -> str:
+    """A chips or table editor's value as the YAML text a `yaml` field submits ("" for none, when optional)."""
+    items = table_rows(value) if field.shape == "table" else [str(v) for v in value or []]
+    if not items and (field.optional or field.default is None):
+        return ""
+    return _yaml_text(items)
 
 
 def parse(field: Field, value: Any) -> Any:

@@ -19,7 +19,7 @@ from studio.flow.loader import loads
 INPUTS = "$inputs"
 OUTPUTS = "$outputs"
 """Canvas ids of the flow's inputs and outputs (never valid node ids, so they cannot clash)."""
-SPACING = (260.0, 140.0)
+SPACING = (340.0, 220.0)
 """Horizontal and vertical distance between auto-placed nodes, in canvas pixels."""
 DOT_SCALE = 1.6
 """Canvas pixels per graphviz point."""
@@ -56,29 +56,45 @@ def sidecar_text(flow_name: str, layout: Mapping[str, Position]) -> str:
     return f"# Canvas positions for {flow_name}.yaml, written by the flowstudio editor.\n{body}"
 
 
-def auto_layout(ids: Iterable[str], edges: Iterable[tuple[str, str]]) -> Layout:
-    """Positions for every id, left to right along the edges (graphviz `dot`, else columns by depth)."""
+Size = tuple[float, float]
+DEFAULT_SIZE: Size = (276.0, 160.0)
+"""A card's width and height in canvas pixels when the caller does not say."""
+
+
+def auto_layout(
+    ids: Iterable[str], edges: Iterable[tuple[str, str]], sizes: Mapping[str, Size] | None = None
+) -> Layout:
+    """Top-left positions for every id, left to right along the edges (graphviz `dot` with each
+    card's size, else columns by depth)."""
     known = tuple(ids)
-    return dict(_laid_out(known, tuple((a, b) for a, b in edges if a in known and b in known)))
+    measured = tuple((node_id, (sizes or {}).get(node_id, DEFAULT_SIZE)) for node_id in known)
+    return dict(_laid_out(known, tuple((a, b) for a, b in edges if a in known and b in known), measured))
 
 
 @lru_cache(maxsize=64)
-def _laid_out(ids: tuple[str, ...], edges: tuple[tuple[str, str], ...]) -> tuple[tuple[str, Position], ...]:
+def _laid_out(
+    ids: tuple[str, ...], edges: tuple[tuple[str, str], ...], sizes: tuple[tuple[str, Size], ...]
+) -> tuple[tuple[str, Position], ...]:
     """Memoised: every new session that opens the same sidecar-less flow gets the same layout."""
     try:
-        layout = _dot_layout(list(ids), list(edges))
+        layout = _dot_layout(list(ids), list(edges), dict(sizes))
     except Exception:  # no dot binary, or a graph dot refuses: fall back to columns
         layout = _layered_layout(list(ids), list(edges))
     return tuple(layout.items())
 
 
-def _dot_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:
+def _inches(pixels: float) -> str:
+    return f"{pixels / DOT_SCALE / 72:.3f}"
+
+
+def _dot_layout(ids: list[str], edges: list[tuple[str, str]], sizes: Mapping[str, Size]) -> Layout:
     import graphviz
 
-    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.6", "ranksep": "1.2"})
+    graph = graphviz.Digraph(graph_attr={"rankdir": "LR", "nodesep": "0.25", "ranksep": "0.5"})
     names = {node_id: f"n{i}" for i, node_id in enumerate(ids)}
     for node_id in ids:
-        graph.node(names[node_id], shape="box", width="2", height="0.9", fixedsize="true")
+        width, height = sizes.get(node_id, DEFAULT_SIZE)
+        graph.node(names[node_id], shape="box", width=_inches(width), height=_inches(height), fixedsize="true")
     for a, b in edges:
         graph.edge(names[a], names[b])
     placed = json.loads(graph.pipe(format="json"))
@@ -86,8 +102,9 @@ def _dot_layout(ids: list[str], edges: list[tuple[str, str]]) -> Layout:
     by_name = {obj["name"]: obj for obj in placed.get("objects", [])}
     layout: Layout = {}
     for node_id in ids:
-        x, y = (float(v) for v in by_name[names[node_id]]["pos"].split(","))
-        layout[node_id] = (round(x * DOT_SCALE, 1), round((height - y) * DOT_SCALE, 1))
+        x, y = (float(v) for v in by_name[names[node_id]]["pos"].split(","))  # the card's centre
+        width, tall = sizes.get(node_id, DEFAULT_SIZE)
+        layout[node_id] = (round(x * DOT_SCALE - width / 2, 1), round((height - y) * DOT_SCALE - tall / 2, 1))
     return layout
 
 

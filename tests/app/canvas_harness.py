@@ -36,9 +36,9 @@ def initial_graph() -> dict[str, Any]:
     headline_in = [_port("summary", "str", required=True)]
     nodes = [
         _node("$inputs", "inputs", "", 0, 60, outputs=[{"name": "topic", "type": "str"}], add_port=True),
-        _node("summarise", "node", "llm.generate", 280, 0, status="succeeded", inputs=summarise_in, outputs=text),
-        _node("headline", "node", "text.template", 600, 0, inputs=headline_in, outputs=text, add_port=True),
-        _node("$outputs", "outputs", "", 920, 60, inputs=[_port("title", "str")], add_port=True),
+        _node("summarise", "node", "llm.generate", 330, 0, status="succeeded", inputs=summarise_in, outputs=text),
+        _node("headline", "node", "text.template", 740, 0, inputs=headline_in, outputs=text, add_port=True),
+        _node("$outputs", "outputs", "", 1120, 60, inputs=[_port("title", "str")], add_port=True),
     ]
     nodes[2]["errors"] = ["prompt: unknown variable 'x'"]
     edge = {"id": "$inputs.topic->summarise.article", "source": "$inputs", "sourceHandle": "topic"}

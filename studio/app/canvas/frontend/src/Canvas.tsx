@@ -16,8 +16,10 @@ import {
   type OnNodeDrag,
   type OnSelectionChangeParams,
 } from "@xyflow/react";
-import { useCallback, useEffect, useRef, type DragEvent } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
+import { NodeActionsContext } from "./actions";
 import { Banner } from "./Banner";
+import { ContextMenu, type MenuAt } from "./ContextMenu";
 import { STATUS_COLORS } from "./colors";
 import type { EventQueue } from "./events";
 import { FlowNode, type CanvasNode } from "./FlowNode";
@@ -26,13 +28,20 @@ import { Toolbar } from "./Toolbar";
 import { SPECIAL_NODES, type Graph, type Position } from "./types";
 import { useGraphState } from "./useGraphState";
 import { useKeyboard } from "./useKeyboard";
+import { MIN_ZOOM, openingViewport } from "./fit";
 
 const NODE_TYPES = { flow: FlowNode };
+/** Above this the minimap (redrawn on every change) made an add or a connect on a 200-node flow twice as slow. */
 const MINIMAP_LIMIT = 100;
-/** Below this a flow fits on screen, and a minimap would only cover nodes. */
-const MINIMAP_FROM = 16;
+/** From this many nodes only those on screen are drawn. */
+const VISIBLE_ONLY_FROM = 100;
+/** From this many nodes (the inputs and outputs included) a readable zoom no longer shows them all: a minimap helps. */
+const MINIMAP_FROM = 8;
+const MENU_SIZE = { width: 200, height: 170 };
+/** How far a pasted or duplicated node lands from its original. */
+const COPY_OFFSET = 40;
 const NEW_NODE_OFFSET = { x: 110, y: 40 };
-const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25 };
+const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25, minZoom: MIN_ZOOM };
 
 function minimapColor(node: CanvasNode): string {
   const { status, errors } = node.data.node;
@@ -43,6 +52,7 @@ function minimapColor(node: CanvasNode): string {
 interface Props {
   graph: Graph;
   queue: EventQueue;
+  dark: boolean;
 }
 
 export function Canvas(props: Props) {
@@ -84,7 +94,10 @@ function freeSpot(centre: Position, nodes: CanvasNode[]): Position {
   return rounded(start);
 }
 
-function Editor({ graph, queue }: Props) {
+/** Node ids copied with Ctrl/Cmd+C, for Ctrl/Cmd+V (within this canvas: the flow text is Python's). */
+let clipboard: string[] = [];
+
+function Editor({ graph, queue, dark }: Props) {
   const flow = useReactFlow<CanvasNode, Edge>();
   const pane = useRef<HTMLDivElement>(null);
   const dragStart = useRef(new Map<string, Position>());
@@ -95,7 +108,9 @@ function Editor({ graph, queue }: Props) {
   useEffect(() => {
     if (!fitRequested.current || !initialized || nodes.length === 0) return;
     fitRequested.current = false;
-    void flow.fitView(FIT_OPTIONS);
+    const rect = pane.current?.getBoundingClientRect();
+    if (!rect) return;
+    void flow.setViewport(openingViewport(flow.getNodesBounds(nodes.map((n) => n.id)), rect, nodes.length));
   }, [initialized, nodes, flow, fitRequested]);
 
   const addNode = useCallback(
@@ -165,19 +180,57 @@ function Editor({ graph, queue }: Props) {
   const selectedEdges = edges.filter((e) => e.selected).map((e) => e.id);
   const canDelete = selectedNodes.length + selectedEdges.length > 0;
 
+  /** Copies go just below their originals (the tallest one's height), so neither hides the other. */
+  const duplicate = (ids: string[]) => {
+    if (ids.length === 0) return;
+    const tallest = Math.max(0, ...nodes.filter((n) => ids.includes(n.id)).map((n) => n.measured?.height ?? 0));
+    queue.push({ kind: "duplicate", nodes: ids, dx: COPY_OFFSET, dy: Math.round(tallest) + COPY_OFFSET / 2 });
+  };
   const actions = {
     onDelete: () => canDelete && queue.push({ kind: "delete", nodes: selectedNodes, edges: selectedEdges }),
     onUndo: () => graph.can_undo && queue.push({ kind: "undo" }),
     onRedo: () => graph.can_redo && queue.push({ kind: "redo" }),
+    onSave: () => queue.push({ kind: "save" }),
+    onCopy: () => {
+      clipboard = selectedNodes;
+    },
+    onPaste: () => duplicate(clipboard.filter((id) => nodes.some((n) => n.id === id))),
+    onDuplicate: () => duplicate(selectedNodes),
   };
   useKeyboard(actions);
   const onFit = useCallback(() => void flow.fitView(FIT_OPTIONS), [flow]);
 
+  const [menu, setMenu] = useState<MenuAt | null>(null);
+  const onNodeContextMenu = useCallback((event: MouseEvent, node: CanvasNode) => {
+    if (SPECIAL_NODES.has(node.id)) return;
+    event.preventDefault();
+    const rect = pane.current?.getBoundingClientRect();
+    const x = event.clientX - (rect?.left ?? 0);
+    const y = event.clientY - (rect?.top ?? 0);
+    const width = rect?.width ?? Infinity;
+    const height = rect?.height ?? Infinity;
+    // kept inside the pane: opened leftwards or upwards near its right or bottom edge
+    setMenu({ node: node.data.node, x: x + MENU_SIZE.width > width ? x - MENU_SIZE.width : x, y: y + MENU_SIZE.height > height ? y - MENU_SIZE.height : y });
+  }, []);
+  const nodeActions = useMemo(() => ({ openFlow: (path: string) => queue.push({ kind: "open_flow", path }) }), [queue]);
+  const [paletteOpen, setPaletteOpen] = useState(true);
+
   return (
-    <div className="fc-root" data-testid="canvas-root" data-version={graph.version} data-nodes={nodes.length} data-edges={edges.length}>
-      <Palette entries={graph.palette} onAdd={addNode} />
+    <NodeActionsContext.Provider value={nodeActions}>
+    <div
+      className={`fc-root${dark ? " fc-dark" : ""}`}
+      data-testid="canvas-root"
+      data-version={graph.version}
+      data-nodes={nodes.length}
+      data-edges={edges.length}
+      data-theme={dark ? "dark" : "light"}
+    >
+      {paletteOpen ? <Palette entries={graph.palette} onAdd={addNode} /> : null}
       <div className="fc-main">
         <Toolbar
+          paletteOpen={paletteOpen}
+          onTogglePalette={() => setPaletteOpen((open) => !open)}
+          onSave={actions.onSave}
           canUndo={graph.can_undo}
           canRedo={graph.can_redo}
           canDelete={canDelete}
@@ -197,9 +250,12 @@ function Editor({ graph, queue }: Props) {
             onSelectionChange={onSelectionChange}
             onNodeDragStart={onNodeDragStart}
             onNodeDragStop={onNodeDragStop}
+            onNodeContextMenu={onNodeContextMenu}
+            onPaneClick={() => setMenu(null)}
+            colorMode={dark ? "dark" : "light"}
             deleteKeyCode={null}
-            onlyRenderVisibleElements={nodes.length > MINIMAP_LIMIT}
-            minZoom={0.1}
+            onlyRenderVisibleElements={nodes.length > VISIBLE_ONLY_FROM}
+            minZoom={MIN_ZOOM}
             attributionPosition="top-right"
           >
             <Background gap={20} size={1} />
@@ -207,8 +263,21 @@ function Editor({ graph, queue }: Props) {
             {nodes.length >= MINIMAP_FROM && nodes.length <= MINIMAP_LIMIT ? <MiniMap pannable zoomable nodeColor={minimapColor} /> : null}
           </ReactFlow>
           <Banner message={graph.message} ack={graph.ack} />
+          {menu ? (
+            <ContextMenu
+              at={menu}
+              onClose={() => setMenu(null)}
+              onDuplicate={() => duplicate([menu.node.id])}
+              onDelete={() => queue.push({ kind: "delete", nodes: [menu.node.id], edges: [] })}
+              onCopy={() => {
+                clipboard = [menu.node.id];
+              }}
+              onOpenFlow={menu.node.subflow ? () => nodeActions.openFlow(menu.node.subflow ?? "") : null}
+            />
+          ) : null}
         </div>
       </div>
     </div>
+    </NodeActionsContext.Provider>
   );
 }

@@ -1,9 +1,10 @@
 /** One node card: label, type, typed input handles on the left, output handles on the right. */
 
 import { Handle, Position, type Node, type NodeProps } from "@xyflow/react";
-import { memo } from "react";
+import { memo, useContext } from "react";
+import { NodeActionsContext } from "./actions";
 import { STATUS_COLORS, portColor } from "./colors";
-import type { GraphNode, InputPort, OutputPort } from "./types";
+import { GUARD_HANDLE, type GraphNode, type InputPort, type OutputPort } from "./types";
 
 export type NodeData = { node: GraphNode; key: string };
 export type CanvasNode = Node<NodeData, "flow">;
@@ -74,9 +75,52 @@ function Header({ node }: { node: GraphNode }) {
   );
 }
 
+/** What the YAML says beside the ports: the guard, the model alias, the description, the sub-flow. */
+function Facts({ node }: { node: GraphNode }) {
+  const { openFlow } = useContext(NodeActionsContext);
+  if (!node.when && !node.model && !node.description && !node.subflow) return null;
+  return (
+    <div className="fc-facts">
+      {node.when || node.model ? (
+        <div className="fc-badges">
+          {node.when ? (
+            <span className="fc-badge fc-badge-when" data-testid={`guard-${node.id}`} title={`runs only when ${node.when}`}>
+              when {node.when}
+            </span>
+          ) : null}
+          {node.model ? (
+            <span className="fc-badge fc-badge-model" data-testid={`model-${node.id}`} title="model alias">
+              {node.model}
+            </span>
+          ) : null}
+        </div>
+      ) : null}
+      {node.description ? (
+        <div className="fc-description" data-testid={`description-${node.id}`}>
+          {node.description}
+        </div>
+      ) : null}
+      {node.subflow ? (
+        <button
+          type="button"
+          className="fc-subflow nodrag"
+          data-testid={`subflow-${node.id}`}
+          title="open the sub-flow in the editor"
+          onClick={(event) => {
+            event.stopPropagation();
+            openFlow(node.subflow ?? "");
+          }}
+        >
+          ↗ {node.subflow}
+        </button>
+      ) : null}
+    </div>
+  );
+}
+
 function Errors({ errors }: { errors: string[] }) {
   return (
-    <ul className="fc-errors">
+    <ul className="fc-errors" data-testid="node-errors">
       {errors.map((error, i) => (
         <li key={i}>{error}</li>
       ))}
@@ -105,7 +149,11 @@ function FlowNodeView({ data, selected }: NodeProps<CanvasNode>) {
       title={errors.length ? errors.join("\n") : undefined}
       style={color && !errors.length ? { borderColor: color } : undefined}
     >
+      {node.kind === "node" ? (
+        <Handle type="target" position={Position.Top} id={GUARD_HANDLE} className="fc-handle-guard" isConnectable={false} />
+      ) : null}
       <Header node={node} />
+      <Facts node={node} />
       <div className="fc-ports">
         <div className="fc-col">
           {node.inputs.map((port) => (
@@ -120,6 +168,16 @@ function FlowNodeView({ data, selected }: NodeProps<CanvasNode>) {
           {addOut ? <AddPortRow node={node} /> : null}
         </div>
       </div>
+      {node.preview ? (
+        <div className="fc-preview" data-testid={`preview-${node.id}`} title={node.preview}>
+          {node.preview}
+        </div>
+      ) : null}
+      {node.run_error ? (
+        <div className="fc-run-error" data-testid={`run-error-${node.id}`}>
+          {node.run_error}
+        </div>
+      ) : null}
       {errors.length ? <Errors errors={errors} /> : null}
     </div>
   );

@@ -1,8 +1,11 @@
-/** Undo, redo, delete and fit, above the canvas. */
+/** Show/hide the node list, undo, redo, delete, fit and save, above the canvas. */
 
 import { memo } from "react";
 
 export interface ToolbarProps {
+  paletteOpen: boolean;
+  onTogglePalette: () => void;
+  onSave: () => void;
   canUndo: boolean;
   canRedo: boolean;
   canDelete: boolean;
@@ -15,6 +18,15 @@ export interface ToolbarProps {
 function ToolbarView(props: ToolbarProps) {
   return (
     <div className="fc-toolbar">
+      <button
+        type="button"
+        data-testid="palette-toggle"
+        aria-pressed={props.paletteOpen}
+        onClick={props.onTogglePalette}
+        title={props.paletteOpen ? "Hide the node list" : "Show the node list"}
+      >
+        {props.paletteOpen ? "◂ Nodes" : "▸ Nodes"}
+      </button>
       <button type="button" data-testid="canvas-undo" disabled={!props.canUndo} onClick={props.onUndo} title="Undo (Ctrl+Z)">
         ↶ Undo
       </button>
@@ -26,6 +38,9 @@ function ToolbarView(props: ToolbarProps) {
       </button>
       <button type="button" data-testid="canvas-fit" onClick={props.onFit} title="Fit the flow in view">
         Fit
+      </button>
+      <button type="button" data-testid="canvas-save" onClick={props.onSave} title="Save the flow (Ctrl/Cmd+S)">
+        Save
       </button>
     </div>
   );

@@ -17,9 +17,9 @@ function send(type: string, data: Record<string, unknown>): void {
 
 function onMessage(event: MessageEvent): void {
   if (event.source !== window.parent) return;
-  const data = event.data as { type?: unknown; args?: RenderArgs } | null;
+  const data = event.data as { type?: unknown; args?: RenderArgs; theme?: unknown } | null;
   if (data?.type !== "streamlit:render") return;
-  latest = data.args ?? {};
+  latest = { ...(data.args ?? {}), streamlitTheme: data.theme ?? null };
   listeners.forEach((listener) => listener());
 }
 

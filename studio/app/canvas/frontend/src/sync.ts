@@ -52,8 +52,27 @@ function sameEdge(edge: GraphEdge, prev: Edge): boolean {
     prev.target === edge.target &&
     prev.sourceHandle === edge.sourceHandle &&
     prev.targetHandle === edge.targetHandle &&
-    prev.data?.type === (edge.type ?? "any")
+    prev.data?.type === (edge.type ?? "any") &&
+    prev.data?.kind === (edge.kind ?? "data") &&
+    prev.data?.conditional === Boolean(edge.conditional)
   );
+}
+
+const GUARD_COLOR = "#d97706";
+const AFTER_COLOR = "#94a3b8";
+
+/** Data wires in their type's colour; conditional ones (into a guarded node) dashed; guard and `after` links apart. */
+function edgeLook(edge: GraphEdge): Pick<Edge, "style" | "label" | "className" | "animated"> {
+  const kind = edge.kind ?? "data";
+  if (kind === "guard") {
+    return { style: { stroke: GUARD_COLOR, strokeDasharray: "6 4" }, label: "when", className: "fc-edge-guard" };
+  }
+  if (kind === "after") {
+    return { style: { stroke: AFTER_COLOR, strokeDasharray: "2 4" }, label: "after", className: "fc-edge-after" };
+  }
+  const stroke = portColor(edge.type ?? "any");
+  if (edge.conditional) return { style: { stroke, strokeDasharray: "6 4" }, className: "fc-edge-conditional" };
+  return { style: { stroke } };
 }
 
 function syncEdge(edge: GraphEdge, prev: Edge | undefined): Edge {
@@ -67,8 +86,9 @@ function syncEdge(edge: GraphEdge, prev: Edge | undefined): Edge {
     targetHandle: edge.targetHandle,
     selected: prev?.selected ?? false,
     deletable: false,
-    data: { type },
-    style: { stroke: portColor(type) },
+    selectable: (edge.kind ?? "data") === "data",
+    data: { type, kind: edge.kind ?? "data", conditional: Boolean(edge.conditional) },
+    ...edgeLook(edge),
   };
 }
 

@@ -26,7 +26,22 @@ export interface GraphNode {
   status?: Status | null;
   errors?: string[];
   add_port?: boolean;
+  /** The node's `description:`, shown under its header. */
+  description?: string;
+  /** The model alias an LLM node uses (`default` when the file names none). */
+  model?: string | null;
+  /** The node's `when:` guard expression. */
+  when?: string | null;
+  /** A sub-flow file the node runs (flow.call, control.map, control.loop), relative to the flow. */
+  subflow?: string | null;
+  /** During or after a run from the editor: the text the node streamed or produced (its end). */
+  preview?: string | null;
+  /** Why the node's step failed in that run. */
+  run_error?: string | null;
 }
+
+/** `data`: a wire; `guard`: what a `when:` reads → the guarded node; `after`: an ordering-only dependency. */
+export type EdgeKind = "data" | "guard" | "after";
 
 export interface GraphEdge {
   id: string;
@@ -35,6 +50,9 @@ export interface GraphEdge {
   target: string;
   targetHandle: string;
   type?: string;
+  kind?: EdgeKind;
+  /** A wire into a guarded node: it carries a value only when the guard holds. */
+  conditional?: boolean;
 }
 
 export interface PaletteEntry {
@@ -72,10 +90,16 @@ export type CanvasEvent =
   | { kind: "move"; positions: Record<string, Position> }
   | { kind: "select"; node: string | null }
   | { kind: "undo" }
-  | { kind: "redo" };
+  | { kind: "redo" }
+  | { kind: "save" }
+  | { kind: "duplicate"; nodes: string[]; dx: number; dy: number }
+  | { kind: "open_flow"; path: string };
 
 /** The special nodes that stand for the flow's inputs and outputs: never deleted. */
 export const SPECIAL_NODES = new Set(["$inputs", "$outputs"]);
+
+/** The hidden target handle that guard and `after` edges enter. */
+export const GUARD_HANDLE = "$when";
 
 /** Fill in whatever the Python side left out, so the rest of the code can trust the shape. */
 export function readGraph(raw: unknown): Graph {

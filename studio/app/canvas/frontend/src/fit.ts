@@ -1,0 +1,27 @@
+/**
+ * The opening view: a small flow (up to 15 nodes besides the inputs and outputs) at a readable
+ * zoom (at least 75%, at most 100%), its start at the left when it is wider than the pane; a
+ * bigger one fitted whole.
+ */
+
+import type { Rect, Viewport } from "@xyflow/react";
+
+export const READABLE_UP_TO = 15 + 2;
+export const READABLE_ZOOM = 0.75;
+const MAX_ZOOM = 1;
+/** Far enough out that a 500-node flow fits whole. */
+export const MIN_ZOOM = 0.02;
+const PADDING = 40;
+
+export function openingViewport(bounds: Rect, pane: { width: number; height: number }, count: number): Viewport {
+  const fitted = Math.min(
+    (pane.width - 2 * PADDING) / Math.max(bounds.width, 1),
+    (pane.height - 2 * PADDING) / Math.max(bounds.height, 1),
+  );
+  const zoom = Math.min(MAX_ZOOM, count <= READABLE_UP_TO ? Math.max(READABLE_ZOOM, fitted) : Math.max(MIN_ZOOM, fitted));
+  const width = bounds.width * zoom;
+  const height = bounds.height * zoom;
+  const x = width <= pane.width - 2 * PADDING ? (pane.width - width) / 2 : PADDING;
+  const y = height <= pane.height - 2 * PADDING ? (pane.height - height) / 2 : PADDING;
+  return { x: x - bounds.x * zoom, y: y - bounds.y * zoom, zoom };
+}
