@@ -75,9 +75,9 @@ def _binds() -> list[str]:
         return [*args, "--ro-bind", prefix, prefix]
     paths = sysconfig.get_paths()
     needed = {exe, os.path.realpath(paths["stdlib"]), os.path.realpath(paths["platstdlib"])}
-    for path in sorted(needed):
-        if not any(path.startswith(d + os.sep) for d in _LIBRARY_DIRS if Path(d).is_dir()):
-            args += ["--ro-bind", path, path]
+    for needed_path in sorted(needed):
+        if not any(needed_path.startswith(d + os.sep) for d in _LIBRARY_DIRS if Path(d).is_dir()):
+            args += ["--ro-bind", needed_path, needed_path]
     return args
 
 

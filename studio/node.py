@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from studio.errors import NodeError, OutputError, TemplateError
-from studio.flow import templates
+from studio.flow import paths, templates
 from studio.models.base import Completion, Message
 from studio.tools import registered_tool
 from studio.types import ANY, PortType, from_annotation, parse_type
@@ -41,6 +41,7 @@ __all__ = [
     "evaluate",
     "from_annotation",
     "parse_type",
+    "paths",
     "registered_tool",
     "render",
     "sub_flow_signature",

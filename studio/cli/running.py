@@ -16,6 +16,7 @@ from studio.cli.common import (
     run_options,
     stored_options,
 )
+from studio.cli.hardening import user_options
 
 
 @click.command()
@@ -37,6 +38,7 @@ from studio.cli.common import (
     help="Swap a model alias, e.g. default=scripted/script.yaml.",
 )
 @run_options
+@user_options
 @friendly
 def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str, ...], **flags: Any) -> None:
     """Run a flow headless and record it in the store.

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from studio.errors import FlowError, InputError, NodeError
-from studio.flow import templates
+from studio.flow import paths, templates
 from studio.flow.refs import FLOW_INPUTS, Ref, substitute
 from studio.flow.spec import Flow, load_flow
 from studio.models import client_for
@@ -472,7 +472,8 @@ class Engine:
         run_id = shared.run.run_id
         self.emit("run_started", run_id=run_id, plan=plan)
         graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
-        await graph.execute()
+        with paths.rooted(plan.flow.base_dir):
+            await graph.execute()
         status: RunStatus = "succeeded"
         error, outputs = None, None
         if graph.failure:
