@@ -324,7 +324,8 @@ class _Graph:
             tools=self.tools,
         )
         try:
-            outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
+            with templates.time_limit(node.timeout_s):
+                outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
         except TimeoutError:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
