@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import os
 import socket
 from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import Node, NodeContext, NodeError
+from studio.node import Node, NodeContext, NodeError, secrets
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _REDIRECTS = {301, 302, 303, 307, 308}
@@ -163,7 +162,8 @@ class Http(Node):
 
     def _outputs(self, response: httpx.Response, content: bytes, url: httpx.URL) -> Outputs:
         if self.config.fail_on_status and response.status_code >= 400:
-            raise NodeError(f"HTTP {response.status_code} from {url}: {content[:300]!r}", kind="http_status")
+            body = secrets.mask(content[:300].decode("utf-8", errors="replace"))
+            raise NodeError(f"HTTP {response.status_code} from {url}: {body!r}", kind="http_status")
         text = content.decode(response.encoding or "utf-8", errors="replace")
         try:
             data = json.loads(content) if content else None
@@ -177,6 +177,7 @@ def _secret(value: str) -> str:
     if not value.startswith("$env."):
         return value
     name = value.removeprefix("$env.")
-    if name not in os.environ:
+    secret = secrets.reveal(name)
+    if secret is None:
         raise NodeError(f"environment variable {name} is not set (a header reads {value})", kind="auth")
-    return os.environ[name]
+    return secret

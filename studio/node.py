@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from studio import secrets
 from studio.errors import NodeError, OutputError, TemplateError
 from studio.flow import paths, templates
 from studio.models.base import Completion, Message
@@ -44,6 +45,7 @@ __all__ = [
     "paths",
     "registered_tool",
     "render",
+    "secrets",
     "sub_flow_signature",
 ]
 

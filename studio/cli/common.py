@@ -29,7 +29,9 @@ def friendly(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except FlowError as err:
-            click.echo(f"error: {err}", err=True)
+            from studio.secrets import escape_controls, mask
+
+            click.echo(f"error: {escape_controls(mask(str(err)))}", err=True)
             sys.exit(EXIT_BAD_INPUT)
 
     return wrapper  # type: ignore[return-value]
@@ -46,7 +48,10 @@ def pairs(values: tuple[str, ...], option: str, parse_json: bool) -> dict[str, A
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """JSON for scripts; `$env` values masked (control characters come out escaped by JSON)."""
+    from studio.secrets import mask
+
+    click.echo(json.dumps(mask(data), indent=2, ensure_ascii=False))
 
 
 def open_store(db: str | None) -> Any:

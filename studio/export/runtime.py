@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from studio import secrets
 from studio.errors import FlowError
 from studio.flow import paths
 from studio.flow.spec import load_flow
@@ -114,12 +115,14 @@ def console(
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
-        print(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(secrets.mask(result.as_json()), indent=2, ensure_ascii=False))
     elif result.outputs is not None:
-        for name, value in result.outputs.items():
-            print(f"{name}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+        for name, value in secrets.mask(result.outputs).items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            print(f"{secrets.escape_controls(name)}: {secrets.escape_controls(text)}")
     if result.status != "succeeded" and not args.json:
-        print(f"error: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
+        error = secrets.escape_controls(secrets.mask(str(result.error)))
+        print(f"error: run {result.run_id} {result.status}: {error}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_CODES["failed"])
 
 

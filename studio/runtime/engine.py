@@ -485,9 +485,9 @@ class Engine:
             outputs = graph.outputs()
         final = self.store.finish_run(run_id, status=status, outputs=outputs, error=error)
         self.emit("run_finished", run_id=run_id, status=status)
-        return RunResult(
-            final.run_id, final.status, final.outputs, final.error, final.tokens, final.cost_usd, shared.summaries
-        )
+        # The caller gets the outputs as computed; the store (and so every trace and report) has them masked.
+        kept = final.outputs if outputs is None else outputs
+        return RunResult(final.run_id, final.status, kept, final.error, final.tokens, final.cost_usd, shared.summaries)
 
     def run_sync(self, plan: Plan, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
         """A thin synchronous wrapper over `run`."""

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from studio import secrets
 from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
 
 SCHEMA_VERSION = 1
@@ -80,7 +81,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    row = asdict(record)
+    row: dict[str, Any] = secrets.mask(asdict(record))
     for key in _JSON_COLUMNS & row.keys():
         row[key] = json.dumps(row[key]) if row[key] is not None else None
     for key in _BOOL_COLUMNS & row.keys():
@@ -155,7 +156,13 @@ class SQLiteStore:
         with self.transaction():
             self.conn.execute(
                 "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
-                (status, json.dumps(outputs) if outputs is not None else None, error, now(), run_id),
+                (
+                    status,
+                    json.dumps(secrets.mask(outputs)) if outputs is not None else None,
+                    secrets.mask(error),
+                    now(),
+                    run_id,
+                ),
             )
         run = self.get_run(run_id)
         assert run is not None
@@ -173,7 +180,7 @@ class SQLiteStore:
         with self.transaction():
             self.conn.execute(
                 "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-                (key, model, json.dumps(response), now()),
+                (key, model, json.dumps(secrets.mask(response)), now()),
             )
 
     def get_run(self, run_id: str) -> RunRecord | None:
