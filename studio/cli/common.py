@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from studio.flow.values import MAX_DEPTH, json_depth
 from studio.types import value_from_text
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_WAITING = 1, 2, 3
@@ -43,6 +44,8 @@ def pairs(values: tuple[str, ...], option: str, parse_json: bool) -> dict[str, A
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
+        if parse_json and json_depth(value) > MAX_DEPTH:
+            raise click.BadParameter(f"{name}: JSON nested deeper than {MAX_DEPTH} levels", param_hint=option)
         result[name] = value_from_text(value) if parse_json else value
     return result
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import click
@@ -45,9 +44,10 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
+    from studio.flow.values import load_json
     from studio.runtime.runner import run_flow_async
 
-    given = json.load(inputs_file) if inputs_file else {}
+    given = load_json(inputs_file.read(), "--inputs") if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
     given.update(pairs(inputs, "-i", parse_json=True))

@@ -20,6 +20,7 @@ from studio.errors import FlowError, InputError, NodeError
 from studio.flow import paths, templates
 from studio.flow.refs import FLOW_INPUTS, Ref, substitute
 from studio.flow.spec import Flow, load_flow
+from studio.flow.values import check_depth
 from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
@@ -114,6 +115,7 @@ class RunResult:
 def prepare_inputs(plan: Plan, given: dict[str, Any]) -> dict[str, Any]:
     """Check and complete run inputs against the flow's declared inputs; raises InputError."""
     file = plan.flow.file
+    check_depth(given, "inputs")
     unknown = sorted(set(given) - set(plan.inputs))
     if unknown:
         raise InputError(
