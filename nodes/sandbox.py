@@ -27,6 +27,8 @@ import sysconfig
 from pathlib import Path
 
 TRUST_ENV = "FLOWSTUDIO_TRUST_CODE"
+BWRAP_ENV = "FLOWSTUDIO_BWRAP"
+"""Where bubblewrap is, when not on the usual path (tests point it at a missing file)."""
 CHILD = Path(__file__).with_name("sandbox_child.py")
 INSIDE_CHILD = "/flowstudio/child.py"
 SANDBOX_UID = 65534
@@ -82,6 +84,10 @@ def _binds() -> list[str]:
 
 
 def bwrap_path() -> str | None:
+    """The bubblewrap binary: $FLOWSTUDIO_BWRAP when set, else `bwrap` on the system or user PATH."""
+    given = os.environ.get(BWRAP_ENV)
+    if given:
+        return given if os.access(given, os.X_OK) and os.path.isfile(given) else None
     return shutil.which("bwrap", path="/usr/bin:/bin:/usr/local/bin:" + os.environ.get("PATH", ""))
 
 
@@ -135,10 +141,14 @@ def seccomp_fd() -> int | None:
     return fd
 
 
-@functools.cache
 def check() -> str | None:
-    """Why the sandbox cannot run here (probed once per process), or None when it can."""
-    if bwrap_path() is None:
+    """Why the sandbox cannot run here (probed once per process and bwrap), or None when it can."""
+    return _probe(bwrap_path())
+
+
+@functools.cache
+def _probe(bwrap: str | None) -> str | None:
+    if bwrap is None:
         return INSTALL_HINT
     fd = seccomp_fd()
     try:
