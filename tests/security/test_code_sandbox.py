@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from nodes import sandbox
+from studio.errors import FlowError
 from studio.runtime.engine import RunResult
 from studio.store import MemoryStore
 from tests.nodes.runner import run_flow
@@ -144,7 +145,7 @@ async def test_escapes_are_refused(name: str, canary: Canary, listener: Listener
 
 async def test_a_flow_cannot_lower_its_own_sandbox(canary: Canary, listener: Listener) -> None:
     config = json.dumps({"code": f"open({str(canary.target)!r}, 'w').write('x')", "trusted": True})
-    with pytest.raises(Exception, match="unknown field|Extra inputs|trusted"):
+    with pytest.raises(FlowError, match=r"trusted"):
         await run_flow(FLOW.replace("CONFIG", config), {}, path=canary.root / "flow.yaml")
     assert canary.untouched() and listener.connections == 0
 
@@ -164,7 +165,7 @@ async def test_trusted_mode_is_the_users_choice_and_still_limited(
 ) -> None:
     monkeypatch.setenv(sandbox.BWRAP_ENV, str(canary.root / "no-bwrap"))
     monkeypatch.setenv(sandbox.TRUST_ENV, "1")
-    result, store = await _attack("import os\nresult = sorted(os.environ)", canary, listener)
+    result, _ = await _attack("import os\nresult = sorted(os.environ)", canary, listener)
     assert result.outputs and result.outputs["result"] == ["LC_ALL"], result.error
     bomb, bomb_store = await _attack("import os\nos.fork()", canary, listener)
     assert "processes not allowed" in str(bomb.error)
