@@ -45,7 +45,8 @@ DEFAULT_RENDER_S = 5.0
 _TEMPLATE_FILE = "<template>"
 _WIDTH = re.compile(r"\d{6,}|\*")
 
-_DEADLINE: ContextVar[float | None] = ContextVar("flowstudio_template_deadline", default=None)
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("flowstudio_template_deadline", default=None)
+"""When the node's `timeout_s` ends (monotonic clock), and the timeout itself."""
 T = TypeVar("T")
 
 
@@ -136,9 +137,9 @@ def _check_size(value: Any, what: str) -> None:
 class _Budget:
     """Counts lines of template code and watches the clock, from a trace function."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, end: float, seconds: float) -> None:
         self.seconds = seconds
-        self.end = time.monotonic() + seconds
+        self.end = end
         self.steps = 0
 
     def enter(self, frame: FrameType, event: str, arg: Any) -> Any:
@@ -156,9 +157,11 @@ class _Budget:
 
 def _budgeted(work: Callable[[], T]) -> T:
     """Run `work` (a render) under the step budget and the deadline."""
+    end, seconds = time.monotonic() + DEFAULT_RENDER_S, DEFAULT_RENDER_S
     deadline = _DEADLINE.get()
-    seconds = DEFAULT_RENDER_S if deadline is None else max(0.001, min(DEFAULT_RENDER_S, deadline - time.monotonic()))
-    budget = _Budget(seconds)
+    if deadline is not None and deadline[0] < end:
+        end, seconds = deadline
+    budget = _Budget(end, seconds)
     previous = sys.gettrace()
     sys.settrace(budget.enter)
     try:
@@ -170,7 +173,7 @@ def _budgeted(work: Callable[[], T]) -> T:
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Within: renders stop once `seconds` from now have passed (a node's `timeout_s`)."""
-    token = _DEADLINE.set(None if seconds is None else time.monotonic() + seconds)
+    token = _DEADLINE.set(None if seconds is None else (time.monotonic() + seconds, seconds))
     try:
         yield
     finally:
