@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,22 @@ TRUST_ENV = "FLOWSTUDIO_TRUST_CODE"
 ROOT_ENV = "FLOWSTUDIO_ROOT"
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class GuardedGroup(click.Group):
+    """The `flowstudio` group: an argument with a NUL byte is one line and exit 2, never a traceback.
+
+    (click's Path type hands such a name to `os.stat`, which raises ValueError before any command runs.)
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ValueError as err:
+            if "null byte" not in str(err) and "null character" not in str(err):
+                raise
+            click.echo("error: an argument contains a NUL byte", err=True)
+            sys.exit(2)
 
 
 def user_options(command: F) -> F:
