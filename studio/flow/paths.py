@@ -29,14 +29,18 @@ class PathRefused(ValueError):
 
 
 def project_root(flow_dir: Path) -> Path:
-    """The root paths must stay under: --root, else the run's top flow folder, else `flow_dir`."""
+    """The root paths must stay under: the run's top flow folder (else `flow_dir`), or --root when
+    that folder is inside it (a --root that does not hold the flow does not apply to it)."""
     current = _ROOT.get()
     if current is not None and current[1]:
         return current[0]
+    base = current[0] if current is not None else flow_dir.resolve()
     given = os.environ.get(ROOT_ENV)
     if given:
-        return Path(given).resolve()
-    return current[0] if current is not None else flow_dir.resolve()
+        root = Path(given).resolve()
+        if root == base or root in base.parents:
+            return root
+    return base
 
 
 @contextmanager
