@@ -122,8 +122,6 @@ def _check_format(text: str) -> None:
 def _check_argument(value: Any) -> None:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_ITEMS:
         raise TemplateError(f"template budget: call argument {value} is larger than {MAX_ITEMS}")
-    if isinstance(value, str):
-        _check_format(value) if ("%" in value or "{" in value) and len(value) < 1000 else None
 
 
 def _check_size(value: Any, what: str) -> None:
@@ -187,6 +185,8 @@ def _capped_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
     def capped(*args: Any, **kwargs: Any) -> Any:
         for value in (*args, *kwargs.values()):
             _check_argument(value)
+        if name == "format" and args and isinstance(args[0], str):
+            _check_format(args[0])
         if name == "replace" and len(args) >= 3 and all(isinstance(a, str) for a in args[-3:]):
             text, old, new = (str(a) for a in args[-3:])
             grown = len(text) + (text.count(old) if old else len(text) + 1) * (len(new) - len(old))
