@@ -114,7 +114,7 @@ def _check_binop(name: str, left: Any, right: Any) -> None:
 
 
 def _check_format(text: str) -> None:
-    for spec in re.findall(r"%[-#0 +]*[\d*.]*[a-zA-Z%]|\{[^{}]*:[^{}]*\}", text):
+    for spec in re.findall(r"%(?:\([^)]*\))?[-#0 +]*[\d*.]*[a-zA-Z%]|\{[^{}]*:[^{}]*\}", text):
         if _WIDTH.search(spec):
             raise TemplateError(f"template budget: format width in {spec!r} is too large (or `*`)")
 

@@ -46,6 +46,8 @@ def test_a_huge_constant_is_not_folded_at_validate_time() -> None:
         ("{{ 'x'.ljust(1000000000) }}", "call argument 1000000000"),
         ("{{ 'x' | center(1000000000) }}", "call argument 1000000000"),
         ("{{ '%999999999s' % 'x' }}", "format width"),
+        ("{{ '%(a)999999999s' % {'a': 1} }}", "format width"),
+        ("{{ '{:{}}'.format('x', 999999999) }}", "call argument 999999999"),
         ("{{ '{:>999999999}'.format(1) }}", "format width"),
         ("{{ ('a' * 100000) | replace('a', 'a' * 100000) }}", "`replace` would make"),
         ("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", "steps"),
