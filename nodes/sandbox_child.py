@@ -30,6 +30,7 @@ _REFUSED = (
     ("native code", ("ctypes.",)),
     ("introspection", ("gc.get_", "sys._current_frames", "sys.settrace", "sys.setprofile")),
 )
+MAX_DEPTH = 64
 _REFUSED_IMPORTS = (("_posixsubprocess", "processes"), ("_ctypes", "native code"), ("_socket", "network"))
 
 
@@ -81,9 +82,24 @@ def main() -> None:
     except BaseException as err:
         finish({"ok": False, "error": "exception", "message": _user_traceback(err)}, 1)
     try:
-        finish({"ok": True, "result": json.loads(json.dumps(scope.get("result")))})
+        result = json.loads(json.dumps(scope.get("result")))
+        _check_depth(result)
+        finish({"ok": True, "result": result})
+    except RecursionError:
+        finish({"ok": False, "error": "not_json", "message": f"`result` is nested deeper than {MAX_DEPTH} levels"}, 1)
     except (TypeError, ValueError) as err:
         finish({"ok": False, "error": "not_json", "message": f"`result` is not JSON data: {err}"}, 1)
+
+
+def _check_depth(value: Any) -> None:
+    """Raise RecursionError for JSON data nested deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise RecursionError
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
 
 
 def _user_traceback(err: BaseException) -> str:

@@ -60,6 +60,8 @@ class _Echo(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         body = json.dumps({"echo": self.headers.get("X-Token", "")}).encode()
+        if self.path == "/deep":
+            body = b"[" * 100_000 + b"]" * 100_000
         self.send_response(500 if self.path == "/fail" else 200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -170,3 +172,16 @@ def test_deep_json_inputs_get_one_line(canary: Canary) -> None:
     batch = _cli("batch", str(flow), "--data", str(data), "--db", str(db))
     assert batch.exit_code == 2 and "nested deeper" in batch.output and "Traceback" not in batch.output
     assert _runs(db) == 0
+
+
+async def test_deep_json_from_a_server_or_from_code_is_refused_without_a_traceback(echo: str, canary: Canary) -> None:
+    from tests.nodes.runner import run_flow
+
+    http = "inputs: {url: {type: str}}\noutputs: {data: $h.data, size: $h.status}\nnodes:\n  h: {type: tool.http, inputs: {url: $inputs.url}, config: {allow_hosts: [127.0.0.1], max_bytes: 1000000}}\n"
+    result, _ = await run_flow(http, {"url": f"{echo}/deep"})
+    assert result.status == "succeeded" and result.outputs == {"data": None, "size": 200}, result.error
+    code = "x = []\nfor _ in range(5000): x = [x]\nresult = x"
+    flow = f"outputs: {{r: $c.result}}\nnodes:\n  c: {{type: code.python, config: {{code: {json.dumps(code)}}}}}\n"
+    deep, _ = await run_flow(flow)
+    assert deep.status == "failed" and "nested deeper than 64 levels" in str(deep.error)
+    assert "Traceback" not in str(deep.error) and canary.untouched()
