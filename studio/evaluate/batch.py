@@ -23,6 +23,7 @@ from typing import Any, Literal, Protocol
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from studio.errors import InputError
@@ -31,6 +32,7 @@ from studio.evaluate.metrics import LLMJudge, Metric, MetricError, resolve_metri
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
+from studio.secrets import escape_controls, mask
 from studio.store.base import ExperimentRecord, RunRecord, Store, new_id
 from studio.store.memory import MemoryStore
 
@@ -595,4 +597,4 @@ def print_summary(summary: dict[str, Any], errors: list[str], out: str | None, c
         table.add_row("results", out)
     console.print(table)
     for message in errors:
-        console.print(f"[red]error:[/] {message}", highlight=False)
+        console.print("[red]error:[/] " + escape(escape_controls(mask(message))), highlight=False)
