@@ -42,6 +42,7 @@ _LIBRARY_DIRS = ("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib")
 # seccomp BPF: (syscall numbers of fork, vfork, clone, clone3 or None, audit arch) per machine.
 _ARCH = {"x86_64": (57, 58, 56, 435, 0xC000003E), "aarch64": (None, None, 220, 435, 0xC00000B7)}
 _CLONE_THREAD = 0x00010000
+_X32_BIT = 0x40000000
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
 _EPERM, _ENOSYS = 1, 38
 
@@ -118,10 +119,11 @@ def seccomp_filter() -> bytes:
     if numbers is None:
         return b""
     fork, vfork, clone, clone3, arch = numbers
-    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
     refuse = ret, 0, 0, _RET_ERRNO | _EPERM
-    program: list[tuple[int, int, int, int]] = [(ld, 0, 0, 4), (jeq, 1, 0, arch), (ret, 0, 0, _RET_ALLOW)]
-    program += [(ld, 0, 0, 0)]
+    # Another ABI (i386 through int 0x80, x32 numbers) is refused whole: Python never uses one.
+    program: list[tuple[int, int, int, int]] = [(ld, 0, 0, 4), (jeq, 1, 0, arch), refuse]
+    program += [(ld, 0, 0, 0), (jge, 0, 1, _X32_BIT), refuse]
     if fork is not None and vfork is not None:
         program += [(jeq, 0, 1, fork), refuse, (jeq, 0, 1, vfork), refuse]
     program += [(jeq, 0, 1, clone3), (ret, 0, 0, _RET_ERRNO | _ENOSYS)]
