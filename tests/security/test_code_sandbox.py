@@ -67,7 +67,7 @@ def _tried(body: str) -> str:
 # Each: what the code tries; what must have come of it (in `result.got`, or the node's refusal).
 CONTAINED = {
     "parent environ": ("got = open(f'/proc/{pid}/environ', 'rb').read().decode(errors='replace')", "Error"),
-    "init environ": ("got = open('/proc/1/environ', 'rb').read().decode(errors='replace')", ""),
+    "init environ": ("got = open('/proc/1/environ', 'rb').read().decode(errors='replace') or 'EMPTY'", "EMPTY"),
     "own environment": ("import os\ngot = dict(os.environ)", "'PWD'"),
     "secret file by path": ("got = open(secret_file).read()", "FileNotFoundError"),
     "store with sqlite3": (
