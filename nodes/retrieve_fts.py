@@ -19,9 +19,10 @@ import sqlite_utils
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.text_split import split_text
-from studio.node import Node, NodeContext, NodeError
+from studio.node import Node, NodeContext, NodeError, paths
 
 SUFFIXES = (".txt", ".md")
+MAX_DOCUMENT_BYTES = 16 << 20
 STOPWORDS = frozenset(
     [
         "a",
@@ -71,11 +72,15 @@ _memory: dict[tuple[Any, ...], sqlite_utils.Database] = {}
 _memory_lock = threading.Lock()
 
 
-def document_rows(directory: Path, chunk_chars: int) -> list[dict[str, Any]]:
-    """One row per chunk of every .txt and .md file under `directory`, in path order."""
+def document_rows(directory: Path, chunk_chars: int, root: Path | None = None) -> list[dict[str, Any]]:
+    """One row per chunk of every .txt and .md file under `directory`, in path order.
+
+    Files are read with a size cap; a file (or link) resolving outside `root` (default: the
+    directory) raises `paths.PathRefused`.
+    """
     rows = []
-    for path in sorted(p for p in directory.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file()):
-        text = path.read_text(encoding="utf-8", errors="replace")
+    for path in paths.files_under(directory, root or directory, SUFFIXES):
+        text = paths.read_capped(path, MAX_DOCUMENT_BYTES, "document").decode("utf-8", errors="replace")
         heading = re.search(r"^#+\s+(.+)$", text, re.MULTILINE)
         title = heading.group(1).strip() if heading else path.stem.replace("-", " ").replace("_", " ")
         name = path.relative_to(directory).as_posix()
@@ -84,9 +89,11 @@ def document_rows(directory: Path, chunk_chars: int) -> list[dict[str, Any]]:
     return rows
 
 
-def index_directory(db: sqlite_utils.Database, table: str, directory: Path, chunk_chars: int = 1000) -> int:
-    """(Re)build `table` and its FTS5 index from a directory; returns the number of rows."""
-    rows = document_rows(directory, chunk_chars)
+def index_directory(
+    db: sqlite_utils.Database, table: str, directory: Path, chunk_chars: int = 1000, root: Path | None = None
+) -> int:
+    """(Re)build `table` and its FTS5 index from a directory (files confined under `root`); the row count."""
+    rows = document_rows(directory, chunk_chars, root)
     if db[table].exists():
         if db[f"{table}_fts"].exists():
             db[table].disable_fts()  # type: ignore[union-attr]
@@ -113,14 +120,14 @@ def search(db: sqlite_utils.Database, table: str, question: str, limit: int) -> 
     return [{"path": r["path"], "title": r["title"], "text": r["text"], "score": round(-r["rank"], 6)} for r in rows]
 
 
-def _in_memory(directory: Path, table: str, chunk_chars: int) -> sqlite_utils.Database:
+def _in_memory(directory: Path, table: str, chunk_chars: int, root: Path) -> sqlite_utils.Database:
     """The directory indexed in memory, rebuilt when a file changes."""
-    files = sorted(p for p in directory.rglob("*") if p.suffix.lower() in SUFFIXES and p.is_file())
+    files = list(paths.files_under(directory, root, SUFFIXES))
     key = (str(directory), table, chunk_chars, tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files))
     with _memory_lock:
         if key not in _memory:
             db = sqlite_utils.Database(sqlite3.connect(":memory:", check_same_thread=False))
-            index_directory(db, table, directory, chunk_chars)
+            index_directory(db, table, directory, chunk_chars, root)
             _memory[key] = db
         return _memory[key]
 
@@ -166,14 +173,20 @@ class RetrieveFTS(Node):
     def _search(self, query: str, flow_dir: Path) -> list[dict[str, Any]]:
         c = self.config
         hint = f"build it with `flowstudio index DIR --table {c.table} --db {c.db}`"
+        root = paths.project_root(flow_dir)
         if c.documents is not None:
-            directory = (flow_dir / c.documents).resolve()
-            if not directory.is_dir():
-                raise NodeError(f"documents directory {directory} does not exist", kind="not_found")
-            return search(_in_memory(directory, c.table, c.chunk_chars), c.table, query, c.limit)
-        path = (flow_dir / str(c.db)).resolve()
-        if not path.is_file():
-            raise NodeError(f"no document database at {path}; {hint}", kind="not_found")
+            try:
+                directory = paths.confine(flow_dir, c.documents, root, "dir", "documents directory")
+                return search(_in_memory(directory, c.table, c.chunk_chars, root), c.table, query, c.limit)
+            except paths.PathRefused as err:
+                missing = "does not exist" in str(err)
+                raise NodeError(str(err), kind="not_found" if missing else "blocked") from None
+        try:
+            path = paths.confine(flow_dir, str(c.db), root, "file", "document database")
+        except paths.PathRefused as err:
+            if "does not exist" in str(err):
+                raise NodeError(f"no document database at {flow_dir / str(c.db)}; {hint}", kind="not_found") from None
+            raise NodeError(str(err), kind="blocked") from None
         db = sqlite_utils.Database(sqlite3.connect(path.as_uri() + "?mode=ro", uri=True))
         try:
             if not db[f"{c.table}_fts"].exists():

@@ -1,13 +1,16 @@
 """The child process of `code.python`: sets its own limits, then runs the user's code.
 
-Run as `python -I -S sandbox_child.py LIMITS_JSON OUTCOME_PATH` with `{"code", "inputs"}` on
-stdin. Only the standard library is imported before the limits are in place. The outcome
-(`{"ok": true, "result": ...}` or `{"ok": false, "limit" | "error": ..., "message": ...}`)
-is written to OUTCOME_PATH; stdout and stderr are the user's.
+Run as `python -I -S sandbox_child.py LIMITS_JSON OUTCOME_FD` with `{"code", "inputs"}` on
+stdin, inside the bubblewrap sandbox (`sandbox.py`) or, when the user trusts the code, as a
+plain child process. Only the standard library is imported before the limits are in place.
+The outcome (`{"ok": true, "result": ...}` or `{"ok": false, "limit" | "error": ..., "message": ...}`)
+is written to the pipe OUTCOME_FD; stdout and stderr are the user's.
 
-Kernel limits (setrlimit): CPU seconds, address space, file size, processes. An audit hook
-refuses what needs no counting: sockets and DNS, new processes, signals to others, ctypes.
-A refused operation ends the process at once, so user code cannot catch and ignore it.
+Kernel limits (setrlimit): CPU seconds, address space, file size, processes, open files. An
+audit hook (the second layer; the namespaces are the first) refuses sockets and DNS, new
+processes, signals to others, ctypes, and the ways back into the hook itself (gc walks, frame
+and code tampering). It holds everything it uses in default arguments bound at definition,
+so rebinding this module's globals changes nothing; a refused operation ends the process.
 """
 
 from __future__ import annotations
@@ -20,33 +23,50 @@ import sys
 import traceback
 from typing import Any
 
-_REFUSED = {
-    "network": ("socket.",),
-    "processes": ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system", "subprocess.Popen"),
-    "signals": ("os.kill", "os.killpg", "signal.pthread_kill"),
-    "native code": ("ctypes.",),
-}
-_REFUSED_IMPORTS = {"_posixsubprocess": "processes", "_ctypes": "native code", "_socket": "network"}
+_REFUSED = (
+    ("network", ("socket.",)),
+    ("processes", ("os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os.exec", "os.system", "subprocess.Popen")),
+    ("signals", ("os.kill", "os.killpg", "signal.pthread_kill")),
+    ("native code", ("ctypes.",)),
+    ("introspection", ("gc.get_", "sys._current_frames", "sys.settrace", "sys.setprofile")),
+)
+MAX_DEPTH = 64
+_REFUSED_IMPORTS = (("_posixsubprocess", "processes"), ("_ctypes", "native code"), ("_socket", "network"))
 
 
 def main() -> None:
     limits = json.loads(sys.argv[1])
-    outcome = open(sys.argv[2], "w", encoding="utf-8")  # noqa: SIM115 - opened before the hook, written at the end
+    outcome_fd = int(sys.argv[2])
     payload = json.loads(sys.stdin.read())
     _limit(limits)
 
     def finish(body: dict[str, Any], code: int = 0) -> None:
-        outcome.write(json.dumps(body))
-        outcome.close()
+        data = json.dumps(body).encode()
+        while data:
+            data = data[os.write(outcome_fd, data) :]
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
 
-    def hook(event: str, args: tuple[Any, ...]) -> None:
-        name = str(args[0]) if event == "import" and args else None
-        for limit, prefixes in _REFUSED.items():
-            if event.startswith(prefixes) or (name is not None and _REFUSED_IMPORTS.get(name) == limit):
-                finish({"ok": False, "limit": limit, "message": f"{event} {name or ''}".strip()}, 3)
+    def hook(
+        event: str,
+        args: tuple[Any, ...],
+        _refused: tuple[tuple[str, tuple[str, ...]], ...] = _REFUSED,
+        _imports: tuple[tuple[str, str], ...] = _REFUSED_IMPORTS,
+        _fd: int = outcome_fd,
+        _write: Any = os.write,
+        _exit: Any = os._exit,
+        _str: Any = str,
+        _tamper: frozenset[str] = frozenset({"__code__", "__defaults__", "__kwdefaults__"}),
+    ) -> None:
+        name = _str(args[0]) if event == "import" and args else ""
+        if event == "object.__setattr__" and len(args) > 1 and args[1] in _tamper:
+            event = "introspection " + _str(args[1])
+        for limit, prefixes in _refused:
+            if event.startswith(prefixes) or (name, limit) in _imports or event.startswith(limit + " "):
+                message = (event + " " + name).strip().replace("\\", "").replace('"', "")
+                _write(_fd, ('{"ok": false, "limit": "' + limit + '", "message": "' + message + '"}').encode())
+                _exit(3)
 
     sys.addaudithook(hook)
     inputs = payload["inputs"]
@@ -62,9 +82,24 @@ def main() -> None:
     except BaseException as err:
         finish({"ok": False, "error": "exception", "message": _user_traceback(err)}, 1)
     try:
-        finish({"ok": True, "result": json.loads(json.dumps(scope.get("result")))})
+        result = json.loads(json.dumps(scope.get("result")))
+        _check_depth(result)
+        finish({"ok": True, "result": result})
+    except RecursionError:
+        finish({"ok": False, "error": "not_json", "message": f"`result` is nested deeper than {MAX_DEPTH} levels"}, 1)
     except (TypeError, ValueError) as err:
         finish({"ok": False, "error": "not_json", "message": f"`result` is not JSON data: {err}"}, 1)
+
+
+def _check_depth(value: Any) -> None:
+    """Raise RecursionError for JSON data nested deeper than MAX_DEPTH (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise RecursionError
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
 
 
 def _user_traceback(err: BaseException) -> str:
@@ -78,7 +113,8 @@ def _limit(limits: dict[str, int]) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"], limits["output_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # ignored for root; the audit hook covers that
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # ignored for root; seccomp and the audit hook cover that
 
 
 if __name__ == "__main__":

@@ -12,18 +12,19 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import os
 import socket
 from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import Node, NodeContext, NodeError
+from studio.node import Node, NodeContext, NodeError, secrets
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _REDIRECTS = {301, 302, 303, 307, 308}
 _PRIVATE_HEADERS = {"authorization", "cookie", "proxy-authorization"}
+MAX_DEPTH = 64
+"""JSON nested deeper than this is not parsed into `data` (the text is still returned)."""
 
 
 async def resolve(host: str, port: int) -> list[str]:
@@ -163,11 +164,14 @@ class Http(Node):
 
     def _outputs(self, response: httpx.Response, content: bytes, url: httpx.URL) -> Outputs:
         if self.config.fail_on_status and response.status_code >= 400:
-            raise NodeError(f"HTTP {response.status_code} from {url}: {content[:300]!r}", kind="http_status")
+            body = secrets.mask(content[:300].decode("utf-8", errors="replace"))
+            raise NodeError(f"HTTP {response.status_code} from {url}: {body!r}", kind="http_status")
         text = content.decode(response.encoding or "utf-8", errors="replace")
         try:
             data = json.loads(content) if content else None
-        except ValueError:
+        except (ValueError, RecursionError):
+            data = None
+        if _deeper_than(data, MAX_DEPTH):
             data = None
         headers = {k.lower(): v for k, v in response.headers.items()}
         return self.Outputs(status=response.status_code, headers=headers, text=text, data=data, url=str(url))
@@ -177,6 +181,19 @@ def _secret(value: str) -> str:
     if not value.startswith("$env."):
         return value
     name = value.removeprefix("$env.")
-    if name not in os.environ:
+    secret = secrets.reveal(name)
+    if secret is None:
         raise NodeError(f"environment variable {name} is not set (a header reads {value})", kind="auth")
-    return os.environ[name]
+    return secret
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON data nests deeper than `limit` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False

@@ -44,6 +44,7 @@ ErrorKind = Literal[
     "no_mcp",
     "mcp_connect",
     "mcp_error",
+    "sandbox_unavailable",
 ]
 """Every failure class a step, a model call or a trace names (`NodeError.kind`, `ModelError.kind`,
 `StepRecord.error_kind`)."""

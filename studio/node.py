@@ -13,8 +13,9 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from studio import secrets
 from studio.errors import NodeError, OutputError, TemplateError
-from studio.flow import templates
+from studio.flow import paths, templates
 from studio.flow.template_vars import MISSING, optional_variables
 from studio.mcp.spec import McpResult, McpServer, McpTool
 from studio.mcp.spec import refuse_command as refuse_mcp_command
@@ -53,9 +54,11 @@ __all__ = [
     "evaluate",
     "from_annotation",
     "parse_type",
+    "paths",
     "refuse_mcp_command",
     "registered_tool",
     "render",
+    "secrets",
 ]
 
 render = templates.render

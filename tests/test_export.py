@@ -60,8 +60,17 @@ nodes:
 """
 
 
+@pytest.fixture(autouse=True)
+def _no_root_left_behind(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FLOWSTUDIO_ROOT", raising=False)
+
+
 def _odd_flow(tmp_path: Path) -> Path:
-    """A flow whose texts try to break out of string literals, with a sub-flow up and across."""
+    """A flow whose texts try to break out of string literals, with a sub-flow up and across.
+
+    The sub-flow is outside the top flow's folder, so the project root is `flows/` (as `--root`).
+    """
+    os.environ["FLOWSTUDIO_ROOT"] = str((tmp_path / "flows").resolve())
     (tmp_path / "flows" / "main").mkdir(parents=True)
     (tmp_path / "flows" / "shared").mkdir()
     (tmp_path / "flows" / "shared" / "leaf.yaml").write_text(LEAF_FLOW, encoding="utf-8")

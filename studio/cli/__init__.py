@@ -10,9 +10,10 @@ from __future__ import annotations
 import click
 
 from studio.cli import evaluate, export, flows, index, launch, mcp, models, optimize, running, runs, serve
+from studio.cli.hardening import GuardedGroup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="flowstudio")
 def main() -> None:
     """Build, run and trace LLM workflows written as YAML flows.

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from studio.flow.values import MAX_DEPTH, json_depth
 from studio.types import value_from_text
 
 EXIT_FAILED, EXIT_BAD_INPUT, EXIT_WAITING = 1, 2, 3
@@ -29,7 +30,9 @@ def friendly(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except FlowError as err:
-            click.echo(f"error: {err}", err=True)
+            from studio.secrets import escape_controls, mask
+
+            click.echo(f"error: {escape_controls(mask(str(err)))}", err=True)
             sys.exit(EXIT_BAD_INPUT)
 
     return wrapper  # type: ignore[return-value]
@@ -41,12 +44,17 @@ def pairs(values: tuple[str, ...], option: str, parse_json: bool) -> dict[str, A
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise click.BadParameter(f"expected NAME=VALUE, got {item!r}", param_hint=option)
+        if parse_json and json_depth(value) > MAX_DEPTH:
+            raise click.BadParameter(f"{name}: JSON nested deeper than {MAX_DEPTH} levels", param_hint=option)
         result[name] = value_from_text(value) if parse_json else value
     return result
 
 
 def print_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    """JSON for scripts; `$env` values masked (control characters come out escaped by JSON)."""
+    from studio.secrets import mask
+
+    click.echo(json.dumps(mask(data), indent=2, ensure_ascii=False))
 
 
 def open_store(db: str | None) -> Any:

@@ -15,6 +15,7 @@ from studio.cli.common import (
     pairs,
     print_json,
 )
+from studio.cli.hardening import user_options
 
 
 @click.command()
@@ -48,6 +49,7 @@ from studio.cli.common import (
 @click.option("--cache/--no-cache", default=True, help="Serve repeated model calls from the LLM cache (default on).")
 @db_option
 @json_option
+@user_options
 @friendly
 def batch(
     flow: str | None,

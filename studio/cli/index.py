@@ -11,6 +11,7 @@ from studio.cli.common import (
     json_option,
     print_json,
 )
+from studio.cli.hardening import root_option
 
 
 @click.command()
@@ -25,6 +26,7 @@ from studio.cli.common import (
 )
 @click.option("--chunk-chars", type=click.IntRange(100), default=1000, show_default=True, help="Longest passage.")
 @json_option
+@root_option
 @friendly
 def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) -> None:
     """Build a full-text search table from the .txt and .md files under DIRECTORY, for retrieve.fts.
@@ -37,12 +39,17 @@ def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) 
 
     from nodes.retrieve_fts import index_directory
     from studio.errors import InputError
+    from studio.flow.paths import PathRefused, project_root
 
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", table):
         raise InputError(f"table name {table!r} must be letters, digits and underscores", field="--table")
+    root = project_root(Path(directory))
     Path(db).parent.mkdir(parents=True, exist_ok=True)
-    with sqlite_utils.Database(db) as database:
-        rows = index_directory(database, table, Path(directory), chunk_chars)
+    try:
+        with sqlite_utils.Database(db) as database:
+            rows = index_directory(database, table, Path(directory), chunk_chars, root)
+    except PathRefused as err:
+        raise InputError(str(err), field="DIRECTORY") from None
     if as_json:
         print_json({"db": db, "table": table, "passages": rows})
     else:

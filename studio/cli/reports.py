@@ -7,9 +7,11 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from studio.runtime.engine import RunResult
+from studio.secrets import escape_controls, mask
 from studio.store.base import CallRecord, RunRecord, StepRecord
 
 
@@ -35,8 +37,14 @@ def _seconds(start: str, end: str | None) -> str:
 
 def _short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = " ".join(_safe(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _safe(value: Any) -> str:
+    """Data as text fit for a terminal: `$env` values masked, control characters escaped, no rich markup."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return escape(escape_controls(mask(text)))
 
 
 def print_run(result: RunResult, console: Console | None = None) -> None:
@@ -44,14 +52,21 @@ def print_run(result: RunResult, console: Console | None = None) -> None:
     console = console or Console()
     console.print(f"run [bold]{result.run_id}[/] [bold]{result.status}[/]")
     if result.error:
-        console.print(f"[red]error:[/] {result.error}", markup=True, highlight=False)
+        console.print(f"[red]error:[/] {_safe(result.error)}", markup=True, highlight=False)
     for name, value in (result.outputs or {}).items():
-        console.print(f"[bold]{name}[/]: ", end="")
-        console.print(value if isinstance(value, str) else json.dumps(value), markup=False, highlight=False)
+        console.print(f"[bold]{_safe(name)}[/]: ", end="")
+        console.print(
+            escape_controls(mask(value if isinstance(value, str) else json.dumps(value))), markup=False, highlight=False
+        )
     table = Table("node", "status", "attempt", "tokens", "cost $", "seconds", title="steps")
     for step in result.steps:
         table.add_row(
-            step.node, step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}", f"{step.seconds:.3f}"
+            _safe(step.node),
+            step.status,
+            str(step.attempt),
+            str(step.tokens),
+            f"{step.cost_usd:.6f}",
+            f"{step.seconds:.3f}",
         )
     table.add_row("[bold]total[/]", "", "", str(result.tokens), f"{result.cost_usd:.6f}", "")
     console.print(table)
@@ -61,7 +76,7 @@ def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
     table = Table("run", "flow", "status", "started", "seconds", "steps", "tokens", "cost $")
     for run in runs:
         table.add_row(
-            run.run_id, run.flow, run.status, run.started_at[:19], _seconds(run.started_at, run.ended_at),
+            run.run_id, _safe(run.flow), run.status, run.started_at[:19], _seconds(run.started_at, run.ended_at),
             str(run.steps), str(run.tokens), f"{run.cost_usd:.6f}",
         )  # fmt: skip
     (console or Console()).print(table)
@@ -73,13 +88,13 @@ def print_trace(
     """The per-node table of one run, with errors spelled out."""
     console = console or Console()
     console.print(
-        f"run [bold]{run.run_id}[/] of {run.flow}: [bold]{run.status}[/]  tokens {run.tokens}  cost ${run.cost_usd:.6f}"
+        f"run [bold]{run.run_id}[/] of {_safe(run.flow)}: [bold]{run.status}[/]  tokens {run.tokens}  cost ${run.cost_usd:.6f}"
     )
     table = Table("node", "status", "att", "tokens", "cost $", "seconds", "inputs", "outputs / error")
     for step in steps:
-        result = step.error if step.error else _short(step.outputs)
+        result = _safe(step.error) if step.error else _short(step.outputs)
         table.add_row(
-            step.node, step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}",
+            _safe(step.node), step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}",
             _seconds(step.started_at, step.ended_at), _short(step.inputs, 40), result,
         )  # fmt: skip
     console.print(table)

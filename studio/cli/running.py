@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from typing import Any
 
@@ -17,6 +16,7 @@ from studio.cli.common import (
     run_options,
     stored_options,
 )
+from studio.cli.hardening import user_options
 
 
 @click.command()
@@ -45,6 +45,7 @@ from studio.cli.common import (
     help="Export the run as OpenTelemetry spans to this OTLP/HTTP collector (default $OTEL_EXPORTER_OTLP_ENDPOINT).",
 )
 @run_options
+@user_options
 @friendly
 def run(
     flow: str,
@@ -59,11 +60,12 @@ def run(
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
+    from studio.flow.values import load_json
     from studio.runtime.runner import run_flow_async
 
     if otlp:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp  # read by the runner, for this process only
-    given = json.load(inputs_file) if inputs_file else {}
+    given = load_json(inputs_file.read(), "--inputs") if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
     given.update(pairs(inputs, "-i", parse_json=True))

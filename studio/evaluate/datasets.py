@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import FlowError, InputError
+from studio.flow.paths import PathRefused, read_capped
+from studio.flow.values import MAX_DEPTH, json_depth
 from studio.runtime.compiler import Plan
 from studio.runtime.engine import prepare_inputs
 
@@ -62,11 +64,13 @@ class Dataset:
 def read_rows(path: str | Path) -> tuple[list[tuple[int, dict[str, Any]]], list[str], str]:
     """(line, row) pairs, the columns in first-seen order, and the file's SHA-256."""
     source = Path(path)
-    if not source.is_file():
-        raise DataError("dataset file not found", file=str(path))
-    if source.stat().st_size > MAX_BYTES:
-        raise DataError(f"dataset is larger than {MAX_BYTES // 2**20} MiB", file=str(path))
-    raw = source.read_bytes()
+    if "\x00" in str(path) or not source.is_file():
+        raise DataError("dataset file not found", file=repr(str(path))[1:-1])
+    try:
+        raw = read_capped(source, MAX_BYTES, "dataset")
+    except PathRefused as err:
+        message = f"dataset is larger than {MAX_BYTES // 2**20} MiB" if "larger than" in str(err) else str(err)
+        raise DataError(message, file=str(path)) from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -87,6 +91,8 @@ def _jsonl_rows(text: str, file: str) -> tuple[list[tuple[int, dict[str, Any]]],
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
+        if json_depth(line) > MAX_DEPTH:
+            raise DataError(f"row is JSON nested deeper than {MAX_DEPTH} levels", file=file, line=number)
         try:
             row = json.loads(line)
         except json.JSONDecodeError as err:

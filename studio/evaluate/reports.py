@@ -7,9 +7,11 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from studio.evaluate.options import KIND
+from studio.secrets import escape_controls, mask
 from studio.store.base import ExperimentRecord
 
 
@@ -87,4 +89,4 @@ def print_summary(
         table.add_row("results", out)
     console.print(table)
     for message in errors:
-        console.print(f"[red]error:[/] {message}", highlight=False)
+        console.print("[red]error:[/] " + escape(escape_controls(mask(message))), highlight=False)

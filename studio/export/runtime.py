@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from studio import secrets
 from studio.errors import FlowError
+from studio.flow import paths
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions, RunResult
@@ -50,7 +52,16 @@ class FlowFailed(Exception):
 @functools.lru_cache(maxsize=32)
 def _plan(flow_file: str, models: tuple[tuple[str, str], ...]) -> Plan:
     """Compiled once per process and model choice; a plan holds no run state."""
-    return compile_flow(load_flow(flow_file), dict(models))
+    with paths.rooted(package_root(Path(flow_file)), force=True):
+        return compile_flow(load_flow(flow_file), dict(models))
+
+
+def package_root(flow_file: Path) -> Path:
+    """The package's `flows` folder: the project root its embedded flows stay under."""
+    for parent in flow_file.parents:
+        if parent.name == "flows" and (parent.parent / "__init__.py").is_file():
+            return parent
+    return flow_file.parent
 
 
 async def run_embedded(
@@ -70,7 +81,8 @@ async def run_embedded(
     plan = _plan(str(Path(flow_file).resolve()), tuple(sorted(overrides.items())))
     store: Store = SQLiteStore(Path(db)) if db is not None else MemoryStore()
     try:
-        return await Engine(store).run(plan, dict(inputs), options=RunOptions(models=overrides))
+        with paths.rooted(package_root(Path(flow_file).resolve()), force=True):
+            return await Engine(store).run(plan, dict(inputs), options=RunOptions(models=overrides))
     finally:
         store.close()
 
@@ -103,12 +115,14 @@ def console(
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args.json:
-        print(json.dumps(result.as_json(), indent=2, ensure_ascii=False))
+        print(json.dumps(secrets.mask(result.as_json()), indent=2, ensure_ascii=False))
     elif result.outputs is not None:
-        for name, value in result.outputs.items():
-            print(f"{name}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+        for name, value in secrets.mask(result.outputs).items():
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            print(f"{secrets.escape_controls(name)}: {secrets.escape_controls(text)}")
     if result.status != "succeeded" and not args.json:
-        print(f"error: run {result.run_id} {result.status}: {result.error}", file=sys.stderr)
+        error = secrets.escape_controls(secrets.mask(str(result.error)))
+        print(f"error: run {result.run_id} {result.status}: {error}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_CODES["failed"])
 
 

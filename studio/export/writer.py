@@ -26,6 +26,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from studio.errors import InputError, SpecError
 from studio.export import source
 from studio.export.source import InputField, NameProblem, OutputField, Package
+from studio.flow import paths
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.flow.spec import Flow, load_flow
 from studio.runtime.compiler import Plan, compile_flow, load_sub_flow
@@ -77,6 +78,7 @@ def export_flow(
     distribution = package.replace("_", "-")
     out = Path(out)
     files, walked, notes = _reachable_files(plan)
+    _confined(loaded, files)
     root = Path(os.path.commonpath([*walked, *(p.parent for p in files)]))
     embedded = {path: Path(package, "flows", path.relative_to(root)) for path in files}
     inputs = _input_fields(loaded, plan)
@@ -105,14 +107,48 @@ def export_flow(
         Path(package, "py.typed"): "",
         Path("tests", f"test_{package}.py"): source.test_module(spec),
     }
+    contents = {relative: _embedded_bytes(loaded, original) for original, relative in embedded.items()}
     _prepare(out, package, force, loaded.file)
     for relative, text in texts.items():
-        (out / relative).parent.mkdir(parents=True, exist_ok=True)
-        (out / relative).write_text(text, encoding="utf-8")
-    for original, relative in embedded.items():
-        (out / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(original, out / relative)
+        _write(out, relative, text.encode("utf-8"), loaded.file)
+    for relative, data in contents.items():
+        _write(out, relative, data, loaded.file)
     return Export(out, package, distribution, [*texts, *embedded.values()], list(embedded.values()), notes)
+
+
+def _confined(flow: Flow, files: list[Path]) -> None:
+    """Every file to embed must resolve under the project root (the flow's folder unless --root)."""
+    root = paths.project_root(flow.base_dir)
+    for path in files:
+        real = path.resolve()
+        if real != root and root not in real.parents:
+            message = f"{path} is outside the project root {root}; export embeds only files under it (see --root)"
+            raise InputError(message, file=flow.file)
+
+
+def _embedded_bytes(flow: Flow, path: Path) -> bytes:
+    """A file to embed, read with the size cap (counted while reading); refused by kind."""
+    try:
+        return paths.read_capped(path, MAX_BYTES, "embedded file")
+    except paths.PathRefused as err:
+        raise InputError(str(err), file=flow.file) from None
+
+
+def _write(out: Path, relative: Path, data: bytes, file: str) -> None:
+    """Write `out / relative`, refusing a symbolic link anywhere below `out` (planted or not)."""
+    current = out
+    for part in relative.parts[:-1]:
+        current = current / part
+        if current.is_symlink():
+            raise InputError(f"{current} is a symbolic link; export never writes through one", file=file, field="--out")
+        current.mkdir(exist_ok=True)
+    target = current / relative.name
+    if target.is_symlink():
+        raise InputError(f"{target} is a symbolic link; export never writes through one", file=file, field="--out")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _resolved(flow: Flow) -> Path:
@@ -432,7 +468,11 @@ def _prepare(out: Path, package: str, force: bool, file: str) -> None:
     if out.is_dir() and any(out.iterdir()):
         if not force:
             raise InputError(f"{out} is not empty; choose another --out or pass --force", file=file, field="--out")
-        shutil.rmtree(out / package / "flows", ignore_errors=True)
+        flows = out / package / "flows"
+        if (out / package).is_symlink() or flows.is_symlink():
+            raise InputError(f"{flows} is reached through a symbolic link; export never writes through one",
+                             file=file, field="--out")  # fmt: skip
+        shutil.rmtree(flows, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
 
 

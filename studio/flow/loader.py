@@ -180,16 +180,18 @@ def loads(text: str, file: str = "<string>") -> Document:
 
 
 def load_file(path: str | Path) -> Document:
-    """Read and parse a flow file, checking its size before parsing it."""
+    """Read and parse a flow file, counting its bytes while reading (never trusting `stat`)."""
+    from studio.flow.paths import PathRefused, read_capped
+
     path = Path(path)
     try:
-        size = path.stat().st_size
-    except OSError as err:
-        raise LoadError(f"cannot read the file: {err.strerror}", file=str(path)) from None
-    if size > MAX_BYTES:
-        raise LoadError(f"file is larger than {MAX_BYTES // 1024} KiB ({size} bytes)", file=str(path), line=1)
+        data = read_capped(path, MAX_BYTES, "flow file")
+    except PathRefused as err:
+        too_large = f"file is larger than {MAX_BYTES // 1024} KiB"
+        message = too_large if "larger than" in str(err) else f"cannot read the file: {err}"
+        raise LoadError(message, file=repr(str(path))[1:-1], line=1) from None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise LoadError(f"file is not UTF-8: {err.reason}", file=str(path)) from None
     return loads(text, file=str(path))

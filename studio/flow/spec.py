@@ -262,13 +262,17 @@ def _spec_error(err: ValidationError, document: Document) -> SpecError:
 
 
 def parse(document: Document, text: str, path: Path | None = None) -> Flow:
-    """Validate a loaded document against the schema."""
+    """Validate a loaded document against the schema (and `checks`: credentials, defaults)."""
+    from studio.flow import checks
+
     _check_version(document)
     _check_node_ids(document)
+    checks.check_document(document)
     try:
         spec = FlowSpec.model_validate(document.data)
     except ValidationError as err:
         raise _spec_error(err, document) from None
+    checks.check_defaults(document, spec.inputs)
     return Flow(spec=spec, document=document, path=path, text=text)
 
 

@@ -8,6 +8,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from studio import secrets
 from studio.errors import ErrorKind
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request, TokenSink
@@ -54,9 +55,10 @@ def resolve_secret(value: str | None) -> str | None:
     if value is None or not value.startswith(_ENV_PREFIX):
         return value
     name = value[len(_ENV_PREFIX) :]
-    if name not in os.environ:
+    secret = secrets.reveal(name)
+    if secret is None:
         raise ModelError("auth", f"environment variable {name} is not set (needed by api_key: {value})")
-    return os.environ[name]
+    return secret
 
 
 def _error_kind(litellm: Any, err: Exception) -> ErrorKind:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import difflib
 import graphlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -15,7 +17,7 @@ from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
 from studio.errors import CompileError, FlowError
-from studio.flow import templates
+from studio.flow import paths, templates
 from studio.flow.loader import Document
 from studio.flow.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
 from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec, load_flow, parse
@@ -290,6 +292,9 @@ def compile_flow(flow: Flow, model_overrides: Mapping[str, str] | None = None) -
     return _Compiler(flow, model_overrides or {}).compile()
 
 
+_LOADING: ContextVar[tuple[Path | None, tuple[str, ...]]] = ContextVar("flowstudio_sub_flows", default=(None, ()))
+"""The project root and the sub-flow files being compiled, outermost first (a file met again is recursion)."""
+
 _PLANS: dict[tuple[str, ...], Plan] = {}
 """Compiled sub-flows by file and modification time (or inline text): a map over a hundred
 items compiles its sub-flow once."""
@@ -306,10 +311,11 @@ def load_sub_flow(
     """
     overrides = json.dumps(dict(models or {}), sort_keys=True)
     if isinstance(source, str):
-        path = (base_dir / source).resolve()
-        key: tuple[str, ...] = (str(path), str(path.stat().st_mtime_ns) if path.exists() else "", overrides)
+        path = _sub_flow_path(source, base_dir)
+        key: tuple[str, ...] = (str(path), str(path.stat().st_mtime_ns), overrides)
         if key not in _PLANS:
-            _PLANS[key] = compile_flow(load_flow(path), models)
+            with _loading(path, base_dir):
+                _PLANS[key] = compile_flow(load_flow(path), models)
         return _PLANS[key]
     text = json.dumps(source, sort_keys=True)
     key = (str(base_dir), text, overrides)
@@ -317,6 +323,29 @@ def load_sub_flow(
         document = Document(data=source, lines={}, file=f"{caller} (inline flow)")
         _PLANS[key] = compile_flow(parse(document, text, base_dir / "inline.yaml"), models)
     return _PLANS[key]
+
+
+def _sub_flow_path(source: str, base_dir: Path) -> Path:
+    """The sub-flow file, resolved and confined under the project root; raises FlowError."""
+    root, _ = _LOADING.get()
+    try:
+        return paths.confine(base_dir, source, root or paths.project_root(base_dir), "file", "sub-flow")
+    except paths.PathRefused as err:
+        raise FlowError(str(err), field="flow") from None
+
+
+@contextmanager
+def _loading(path: Path, base_dir: Path) -> Iterator[None]:
+    """Mark `path` as being compiled; a sub-flow that leads back to it is refused, naming the chain."""
+    root, chain = _LOADING.get()
+    if str(path) in chain:
+        loop = [*chain[chain.index(str(path)) :], str(path)]
+        raise FlowError("sub-flows call each other in a loop: " + " -> ".join(loop), field="flow")
+    token = _LOADING.set((root or paths.project_root(base_dir), (*chain, str(path))))
+    try:
+        yield
+    finally:
+        _LOADING.reset(token)
 
 
 def sub_flow_signature(source: str | dict[str, Any], base_dir: Path) -> SubFlowSignature:

@@ -18,9 +18,10 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
-from studio.flow import templates
+from studio.flow import paths, templates
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
 from studio.flow.spec import Flow, load_flow
+from studio.flow.values import check_depth
 from studio.mcp.sessions import McpSessions
 from studio.models import client_for
 from studio.models.base import ModelClient
@@ -121,6 +122,7 @@ class RunResult:
 def prepare_inputs(plan: Plan, given: dict[str, Any]) -> dict[str, Any]:
     """Check and complete run inputs against the flow's declared inputs; raises InputError."""
     file = plan.flow.file
+    check_depth(given, "inputs")
     unknown = sorted(set(given) - set(plan.inputs))
     if unknown:
         raise InputError(
@@ -385,7 +387,8 @@ class _Graph:
             mcp=self.shared.mcp,
         )
         try:
-            outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
+            with templates.time_limit(node.timeout_s):
+                outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
         except TimeoutError:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
@@ -563,7 +566,8 @@ class Engine:
         self.emit("run_started", run_id=run_id, plan=plan, run=shared.run)
         graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
         try:
-            await graph.execute()
+            with paths.rooted(plan.flow.base_dir):
+                await graph.execute()
         except asyncio.CancelledError:
             self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
             self.emit("run_finished", run_id=run_id, status="cancelled")
@@ -580,9 +584,9 @@ class Engine:
             outputs = graph.outputs()
         final = await self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
         self.emit("run_finished", run_id=run_id, status=status, run=final)
-        return RunResult(
-            final.run_id, final.status, final.outputs, final.error, final.tokens, final.cost_usd, shared.summaries
-        )
+        # The caller gets the outputs as computed; the store (and so every trace and report) has them masked.
+        kept = final.outputs if outputs is None else outputs
+        return RunResult(final.run_id, final.status, kept, final.error, final.tokens, final.cost_usd, shared.summaries)
 
     def run_sync(self, plan: Plan, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
         """A thin synchronous wrapper over `run`."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Any
+from typing import Any, TypeVar
 
+from studio import secrets
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
@@ -36,7 +37,7 @@ class MemoryStore(QuickWrites):
         if run.run_id in self._runs:
             raise ValueError(f"run {run.run_id} exists")
         self._flow_texts[run.run_id] = flow_text
-        self._runs[run.run_id] = copy.deepcopy(run)
+        self._runs[run.run_id] = _masked(run)
         self._steps[run.run_id] = []
         self._calls[run.run_id] = []
 
@@ -44,8 +45,8 @@ class MemoryStore(QuickWrites):
         run = self._runs[run_id]
         # Records are taken over as they are (the engine never changes one it has written);
         # every read hands out deep copies, so callers cannot change what is stored.
-        self._steps[run_id].append(dataclasses.replace(step))
-        self._calls[run_id].extend(dataclasses.replace(call) for call in calls)
+        self._steps[run_id].append(_masked(step))
+        self._calls[run_id].extend(_masked(call) for call in calls)
         run.tokens += step.tokens
         run.cost_usd += step.cost_usd
         run.steps += 1
@@ -54,7 +55,8 @@ class MemoryStore(QuickWrites):
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
         run = self._runs[run_id]
-        run.status, run.outputs, run.error, run.ended_at = status, copy.deepcopy(outputs), error, now()
+        run.status, run.outputs, run.error, run.ended_at = status, secrets.mask(copy.deepcopy(outputs)), error, now()
+        run.error = secrets.mask(error)
         return copy.deepcopy(run)
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
@@ -65,7 +67,7 @@ class MemoryStore(QuickWrites):
         return copy.deepcopy(hit) if hit else None
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        self._cache[key] = copy.deepcopy(response)
+        self._cache[key] = secrets.mask(copy.deepcopy(response))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
@@ -133,3 +135,11 @@ class MemoryStore(QuickWrites):
 
     def close(self) -> None:
         pass
+
+
+Masked = TypeVar("Masked", RunRecord, StepRecord, CallRecord)
+
+
+def _masked(record: Masked) -> Masked:
+    """A copy of the record with every remembered `$env` value masked."""
+    return type(record)(**secrets.mask(dataclasses.asdict(record)))

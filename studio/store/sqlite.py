@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from studio import secrets
 from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
 from studio.store.group import GroupWriter, Write
 
@@ -82,7 +83,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    row = asdict(record)
+    row: dict[str, Any] = secrets.mask(asdict(record))
     for key in _JSON_COLUMNS & row.keys():
         row[key] = json.dumps(row[key]) if row[key] is not None else None
     for key in _BOOL_COLUMNS & row.keys():
@@ -128,14 +129,20 @@ def _write_end(
 ) -> None:
     conn.execute(
         "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
-        (status, json.dumps(outputs) if outputs is not None else None, error, now(), run_id),
+        (
+            status,
+            json.dumps(secrets.mask(outputs)) if outputs is not None else None,
+            secrets.mask(error),
+            now(),
+            run_id,
+        ),
     )
 
 
 def _write_cache(conn: sqlite3.Connection, key: str, model: str, response: dict[str, Any]) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-        (key, model, json.dumps(response), now()),
+        (key, model, json.dumps(secrets.mask(response)), now()),
     )
 
 
