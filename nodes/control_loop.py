@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate
+from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate, expression_problem
 
 
 class Loop(SubFlowNode):
@@ -37,6 +37,10 @@ class Loop(SubFlowNode):
 
     def output_ports(self) -> dict[str, PortType]:
         return {**self.sub_flow()[2], "iterations": PortType("int")}
+
+    def check(self) -> list[tuple[str, str]]:
+        problem = expression_problem(self.config.until, {"outputs": set(self.sub_flow()[2]), "iteration": None})
+        return [("until", f"`until` {problem}")] if problem else []
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         state = dict(inputs.model_extra or {})

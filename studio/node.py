@@ -39,6 +39,7 @@ __all__ = [
     "ToolReply",
     "WaitingForInput",
     "evaluate",
+    "expression_problem",
     "from_annotation",
     "parse_type",
     "registered_tool",
@@ -48,6 +49,7 @@ __all__ = [
 
 render = templates.render
 evaluate = templates.evaluate
+expression_problem = templates.expression_problem
 
 
 class LLM(Protocol):

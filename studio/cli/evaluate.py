@@ -95,8 +95,17 @@ def batch(
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
     )
+    if flow is not None:
+        from studio.cli.checks import EXTRA_ALIASES, check_aliases
+        from studio.flow.spec import load_flow
+
+        check_aliases(load_flow(flow), options.models, [judge, *EXTRA_ALIASES])
     store = open_store(db)
     try:
+        if resume is not None:
+            from studio.store.base import resolve_id
+
+            resume = resolve_id(store, "experiment", resume)
         prepared = prepare_batch(options, store, resume=resume)
         if as_json:
             result = asyncio.run(run_prepared(prepared, store, on_start=_batch_started))
@@ -170,6 +179,7 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
     """
     from studio.errors import InputError
     from studio.evaluate.batch import experiment_row, print_experiments, print_summary
+    from studio.store.base import resolve_id
 
     store = open_store(db)
     try:
@@ -180,6 +190,7 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
             else:
                 print_experiments(records)
             return
+        experiment_id = resolve_id(store, "experiment", experiment_id)
         record = store.get_experiment(experiment_id)
         if record is None:
             raise InputError(f"no experiment {experiment_id!r} in {store.path}", field="EXPERIMENT_ID")

@@ -113,6 +113,10 @@ def optimize(
         minibatch=minibatch,
         width=width,
     )
+    from studio.cli.checks import EXTRA_ALIASES, check_aliases
+    from studio.flow.spec import load_flow
+
+    check_aliases(load_flow(flow), options.models, [judge, proposer, *EXTRA_ALIASES])
     prepared = prepare(options)
     store = open_store(db)
     try:

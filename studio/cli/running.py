@@ -10,6 +10,7 @@ import click
 
 from studio.cli.common import (
     friendly,
+    full_run_id,
     options_from,
     pairs,
     report,
@@ -26,7 +27,7 @@ from studio.cli.common import (
     "inputs",
     multiple=True,
     metavar="NAME=VALUE",
-    help="A flow input; VALUE is JSON if it parses, else text.",
+    help="A flow input: the text as typed for a str input, else JSON (text when it does not parse).",
 )
 @click.option("--inputs", "inputs_file", type=click.File("r"), help="A JSON object of inputs.")
 @click.option(
@@ -43,16 +44,20 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
+    from studio.cli.checks import check_aliases, typed_inputs
+    from studio.flow.spec import load_flow
     from studio.runtime.runner import run_flow_async
 
     given = json.load(inputs_file) if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
-    given.update(pairs(inputs, "-i", parse_json=True))
+    loaded = load_flow(flow)
+    given.update(typed_inputs(loaded, pairs(inputs, "-i", parse_json=False)))
     options = options_from(None, flags)
     options.models = pairs(models, "--model", parse_json=False)
+    check_aliases(loaded, options.models)
     run_async = run_flow_async(flow, given, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"])
-    report(asyncio.run(run_async), flags["as_json"])
+    report(asyncio.run(run_async), flags["as_json"], flags["db"])
 
 
 @click.command()
@@ -62,7 +67,7 @@ def run(flow: str, inputs: tuple[str, ...], inputs_file: Any, models: tuple[str,
     "values",
     multiple=True,
     metavar="NODE=VALUE",
-    help="Answer a waiting human.input node (JSON if it parses).",
+    help="Answer a waiting human.input node: the text as typed for a str question, else JSON.",
 )
 @run_options
 @friendly
@@ -73,12 +78,24 @@ def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
     """
     from studio.runtime.runner import resume_run_async
 
+    run_id = full_run_id(run_id, flags["db"])
     options = stored_options(run_id, flags["db"], flags)
-    supplied = pairs(values, "--value", parse_json=True)
+    supplied = answers(run_id, flags["db"], pairs(values, "--value", parse_json=False))
     run_async = resume_run_async(
         run_id, values=supplied, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"])
+    report(asyncio.run(run_async), flags["as_json"], flags["db"])
+
+
+def answers(run_id: str, db: str | None, texts: dict[str, str]) -> dict[str, Any]:
+    from studio.cli.common import open_store
+    from studio.cli.waiting import typed_values
+
+    store = open_store(db)
+    try:
+        return typed_values(store, run_id, texts)
+    finally:
+        store.close()
 
 
 @click.command()
@@ -93,8 +110,9 @@ def rerun(run_id: str, from_node: str, **flags: Any) -> None:
     """
     from studio.runtime.runner import rerun_async
 
+    run_id = full_run_id(run_id, flags["db"])
     options = stored_options(run_id, flags["db"], flags)
     run_async = rerun_async(
         run_id, from_node, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"])
+    report(asyncio.run(run_async), flags["as_json"], flags["db"])

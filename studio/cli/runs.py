@@ -36,18 +36,23 @@ def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_js
 
 @click.command()
 @click.argument("run_id")
+@click.option(
+    "--full", is_flag=True, help="Also every step's inputs and outputs, and each model call's prompt and reply."
+)
 @db_option
 @json_option
 @friendly
-def trace(run_id: str, db: str | None, as_json: bool) -> None:
-    """Show a run's steps: inputs, outputs, tokens, cost, errors.
+def trace(run_id: str, full: bool, db: str | None, as_json: bool) -> None:
+    """Show a run's steps: outputs, tokens, cost, errors. RUN_ID may be any unique prefix of a run id.
 
-    Example: flowstudio trace 3f2a9c1d0b7e4a55 --json
+    Example: flowstudio trace 3f2a9c1d --full
     """
     from studio.cli.reports import print_trace, step_row
     from studio.errors import InputError
+    from studio.store.base import resolve_id
 
     store = open_store(db)
+    run_id = resolve_id(store, "run", run_id)
     record = store.get_run(run_id)
     if record is None:
         raise InputError(f"no run {run_id!r} in {store.path}", field="RUN_ID")
@@ -55,4 +60,4 @@ def trace(run_id: str, db: str | None, as_json: bool) -> None:
     if as_json:
         print_json([step_row(s) for s in steps])
     else:
-        print_trace(record, steps, store.calls(run_id))
+        print_trace(record, steps, store.calls(run_id), full=full)

@@ -10,7 +10,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from studio.errors import InputError
+
 RunStatus = Literal["running", "succeeded", "failed", "waiting"]
+IdKind = Literal["run", "experiment"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 
 
@@ -179,3 +182,22 @@ class Store(Protocol):
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         """The experiment's runs, oldest first."""
         ...
+
+    def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
+        """Up to `limit` run or experiment ids that start with `prefix`, sorted (read-only)."""
+        ...
+
+
+def resolve_id(store: Store, kind: IdKind, given: str) -> str:
+    """The one id `given` is, or the unique id it begins; InputError naming the others otherwise."""
+    found = store.ids_with_prefix(kind, given, limit=4)
+    if given in found:
+        return given
+    if len(found) == 1:
+        return found[0]
+    field = "RUN_ID" if kind == "run" else "EXPERIMENT_ID"
+    if not found:
+        where = f" in {store.path}" if hasattr(store, "path") else ""
+        raise InputError(f"no {kind} {given!r}{where} (nor one whose id begins so)", field=field)
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    raise InputError(f"{given!r} begins more than one {kind} id ({shown}); give more characters", field=field)

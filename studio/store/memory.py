@@ -6,7 +6,16 @@ import copy
 import dataclasses
 from typing import Any
 
-from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import (
+    CallRecord,
+    ExperimentRecord,
+    IdKind,
+    RunFilter,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    now,
+)
 
 
 class MemoryStore:
@@ -107,6 +116,10 @@ class MemoryStore:
         runs = [r for r in self._runs.values() if r.experiment_id == experiment_id]
         runs.sort(key=lambda r: r.started_at)
         return [copy.deepcopy(r) for r in runs]
+
+    def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
+        ids = self._runs if kind == "run" else self._experiments
+        return sorted(i for i in ids if i.startswith(prefix))[:limit]
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
         where = where or RunFilter()
