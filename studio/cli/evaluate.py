@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import click
 
 from studio.cli.common import (
+    EXIT_FAILED,
     db_option,
     friendly,
     json_option,
@@ -118,9 +120,16 @@ def batch(
     if as_json:
         print_json({**result.summary, "out": out})
     else:
-        from studio.evaluate.batch import first_errors, print_summary
+        from studio.evaluate.batch import first_errors, first_mismatches, print_summary
 
-        print_summary(result.summary, list(first_errors(result.results)), out)
+        mismatches = list(first_mismatches(result))
+        print_summary(result.summary, list(first_errors(result.results)), out, mismatches=mismatches)
+    if result.summary["examples"] and not result.summary["succeeded"]:
+        from studio.evaluate.batch import first_errors
+
+        if as_json:
+            click.echo(f"error: {next(first_errors(result.results), 'no run succeeded')}", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 def _batch_started(experiment_id: str, examples: int) -> None:

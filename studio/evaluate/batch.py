@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from studio.errors import InputError
 from studio.evaluate.datasets import Dataset, Example, load_dataset
@@ -36,6 +37,8 @@ from studio.store.memory import MemoryStore
 
 KIND = "batch"
 DEFAULT_CONCURRENCY = 8
+FIRST_MINIBATCH = 4
+"""A batch stops when none of its first max(concurrency, this many) examples succeeds."""
 FINISHED = ("succeeded", "failed", "waiting")
 Progress = Callable[..., None]
 """Called as progress(done=, total=, score=, cost_usd=, result=, **future_kwargs)."""
@@ -277,20 +280,32 @@ async def run_batch(
     todo = [e for e in dataset.examples if e.index not in done]
     options = run_options or RunOptions()
     runner = executor or LocalExecutor(store)
-    async for example, outcome in runner.run(
-        plan, todo, experiment_id=experiment_id, options=options, concurrency=concurrency
-    ):
-        result = ExampleResult(example.index, example.line, outcome)
-        await score_example(metric, example, result)
-        results[example.index] = result
-        tally.add(result)
-        _report(progress, tally, result)
-    ordered = [results[e.index] for e in dataset.examples]
+    first = min(len(todo), max(concurrency, FIRST_MINIBATCH))
+    fresh: list[ExampleResult] = []
+    stream = runner.run(plan, todo, experiment_id=experiment_id, options=options, concurrency=concurrency)
+    try:
+        async for example, outcome in stream:
+            result = ExampleResult(example.index, example.line, outcome)
+            await score_example(metric, example, result)
+            results[example.index] = result
+            fresh.append(result)
+            tally.add(result)
+            _report(progress, tally, result)
+            if len(fresh) == first and all(r.outcome.status != "succeeded" for r in fresh):
+                break  # nothing succeeds: the rest would fail the same way
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    ordered = [results[e.index] for e in dataset.examples if e.index in results]
     summary = {
         "experiment_id": experiment_id,
         "flow": plan.flow.spec.name,
-        **summarise(ordered, metric, seconds=time.perf_counter() - started, ran=len(todo)),
+        **summarise(ordered, metric, seconds=time.perf_counter() - started, ran=len(fresh)),
     }
+    if len(ordered) < len(dataset.examples):
+        summary["status"] = "stopped"  # left unfinished, so `batch --resume` can continue it once fixed
+        return BatchResult(experiment_id, summary, ordered, dataset)
     scores = {r.outcome.run_id: r.score for r in ordered if r.outcome.run_id and r.score is not None}
     store.finish_experiment(experiment_id, {**summary, "scores": scores})  # per-run scores for the studio
     return BatchResult(experiment_id, summary, ordered, dataset)
@@ -391,6 +406,29 @@ def first_errors(results: list[ExampleResult], limit: int = 5) -> Iterator[str]:
         count += 1
         prefix = "" if message.startswith("row ") else f"row {result.line}: "
         yield prefix + message
+
+
+def first_mismatches(result: BatchResult, limit: int = 3) -> Iterator[str]:
+    """The first examples that ran but scored below 1: inputs, expected and what the flow gave."""
+    count = 0
+    for item in result.results:
+        if item.outcome.status != "succeeded" or item.score is None or item.score >= 1.0 or item.metric_error:
+            continue
+        if count == limit:
+            return
+        count += 1
+        example = result.dataset.examples[item.index]
+        outputs = item.outcome.outputs or {}
+        got = {name: outputs.get(name) for name in example.expected} if example.expected else outputs
+        yield (
+            f"row {item.line} (score {item.score:.2f}): inputs {_compact(example.inputs)}, "
+            f"expected {_compact(example.expected)}, got {_compact(got)}"
+        )
+
+
+def _compact(value: Any, width: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def prepare(options: BatchOptions) -> tuple[Plan, Dataset, Metric | None]:
@@ -567,8 +605,14 @@ def print_experiments(records: list[ExperimentRecord], console: Console | None =
     (console or Console()).print(table)
 
 
-def print_summary(summary: dict[str, Any], errors: list[str], out: str | None, console: Console | None = None) -> None:
-    """The table `flowstudio batch` ends with, and the first errors, each naming its row."""
+def print_summary(
+    summary: dict[str, Any],
+    errors: list[str],
+    out: str | None,
+    console: Console | None = None,
+    mismatches: list[str] | None = None,
+) -> None:
+    """The table `flowstudio batch` ends with, the first mismatches and the first errors, each naming its row."""
     console = console or Console()
     table = Table(show_header=False, title=f"batch {summary.get('experiment_id', '')} · {summary.get('flow', '')}")
     score = summary.get("score")
@@ -594,5 +638,16 @@ def print_summary(summary: dict[str, Any], errors: list[str], out: str | None, c
     if out:
         table.add_row("results", out)
     console.print(table)
+    if summary.get("status") == "stopped":
+        console.print(
+            f"stopped: all of the first {summary['examples']} examples failed; "
+            f"fix the cause, then: flowstudio batch --resume {summary.get('experiment_id', '')}",
+            markup=False,
+            highlight=False,
+        )
+    if mismatches:
+        console.print("first mismatches:", highlight=False)
+        for line in mismatches:
+            console.print(Text("  " + line))
     for message in errors:
-        console.print(f"[red]error:[/] {message}", highlight=False)
+        console.print(Text.assemble(("error:", "red"), " ", message))
