@@ -297,3 +297,56 @@ def test_scripted_replies_carry_through_loop_iterations(cli: CLI, tmp_path: Path
     result = cli("run", path, "--json")
     assert result.code == 0, result.err
     assert result.json()["outputs"] == {"rounds": 3, "last": "done"}
+
+
+# 10. A batch shows why its score is low: the first mismatches.
+
+
+def test_batch_summary_shows_the_first_mismatches(cli: CLI) -> None:
+    data = str(FLOWS / "data" / "triage-labelled.jsonl")
+    result = cli("batch", TRIAGE, "--data", data, "--expect", "category=category", "--model", f"default={TRIAGE_SCRIPT}", env={"COLUMNS": "200"})  # fmt: skip
+    assert result.code == 0, result.err
+    assert "first mismatches:" in result.out
+    shown = [line.strip() for line in result.out.splitlines() if line.strip().startswith("row ")]
+    assert 1 <= len(shown) <= 3
+    rows = [json.loads(line) for line in Path(data).read_text(encoding="utf-8").splitlines()]
+    first_wrong = next(i for i, row in enumerate(rows, 1) if row["category"] != "billing")  # the script says billing
+    assert shown[0].startswith(f"row {first_wrong} ")
+    assert json.dumps(rows[first_wrong - 1]["ticket"]) in shown[0]
+    assert f'expected {{"category": "{rows[first_wrong - 1]["category"]}"}}' in shown[0]
+    assert 'got {"category": "billing"}' in shown[0]
+
+
+# 11. When nothing succeeds, batch and optimize stop early, print the first error and exit 1.
+
+
+AUTH_SCRIPT = "script:\n  - {error: {kind: auth}}\n"
+
+
+def test_batch_whose_first_examples_all_fail_stops_and_exits_1(cli: CLI, tmp_path: Path) -> None:
+    script = _write(tmp_path / "auth.yaml", AUTH_SCRIPT)
+    ledger = tmp_path / "ledger.jsonl"
+    data = str(FLOWS / "data" / "triage-labelled.jsonl")
+    result = cli("batch", TRIAGE, "--data", data, "--expect", "category=category", "--model", f"default=scripted/{script}", "--concurrency", "2", env={"FLOWSTUDIO_SCRIPTED_LEDGER": str(ledger), "COLUMNS": "200"})  # fmt: skip
+    assert result.code == 1
+    assert "stopped: all of the first 4 examples failed" in result.out
+    assert "auth" in result.out and "error:" in result.out
+    assert len(ledger.read_text(encoding="utf-8").splitlines()) <= 4 + 2  # the first 4, and what was in flight
+    as_json = cli("batch", TRIAGE, "--data", data, "--limit", "2", "--model", f"default=scripted/{script}", "--json")
+    assert as_json.code == 1 and "auth" in as_json.err
+    assert as_json.json()["succeeded"] == 0
+
+
+def test_optimize_stops_after_a_first_minibatch_with_no_success(cli: CLI, tmp_path: Path) -> None:
+    script = _write(tmp_path / "auth.yaml", AUTH_SCRIPT)
+    ledger = tmp_path / "ledger.jsonl"
+    data = str(FLOWS / "data" / "triage-labelled.jsonl")
+    result = cli(
+        "optimize", TRIAGE, "--train", data, "--dev", data, "--metric", "exact", "--expect", "category=category",
+        "--budget-calls", "300", "--minibatch", "4", "--proposer", "none", "--out", str(tmp_path / "better.yaml"),
+        "--model", f"default=scripted/{script}", "--json",
+        env={"FLOWSTUDIO_SCRIPTED_LEDGER": str(ledger)},
+    )  # fmt: skip
+    assert result.code == 1
+    assert "all 4 runs of the first dev minibatch failed" in result.err and "auth" in result.err
+    assert len(ledger.read_text(encoding="utf-8").splitlines()) == 4  # not the 300-call budget

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from studio.store import MemoryStore, SQLiteStore
 from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord
 
@@ -152,3 +154,22 @@ def test_flow_names_are_distinct_and_sorted(store: Store) -> None:
     assert store.flow_names() == []
     _runs_for_paging(store)
     assert store.flow_names() == ["a", "b"]
+
+
+def test_ids_resolve_from_unique_prefixes(store: Store) -> None:
+    from studio.errors import InputError
+    from studio.store.base import resolve_id
+
+    for run_id in ("abc123", "abd456", "ab"):
+        store.create_run(_run(run_id))
+    store.create_experiment(ExperimentRecord(experiment_id="e1f2", kind="batch", flow="f"))
+    assert store.ids_with_prefix("run", "ab", limit=5) == ["ab", "abc123", "abd456"]
+    assert resolve_id(store, "run", "abc") == "abc123"
+    assert resolve_id(store, "run", "ab") == "ab"  # a whole id wins over the longer ones it begins
+    assert resolve_id(store, "experiment", "e1") == "e1f2"
+    with pytest.raises(InputError, match="more than one run"):
+        resolve_id(store, "run", "a")
+    with pytest.raises(InputError, match="no run 'zz'"):
+        resolve_id(store, "run", "zz")
+    with pytest.raises(InputError, match="no experiment"):
+        resolve_id(store, "experiment", "abc")
