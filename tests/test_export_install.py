@@ -14,6 +14,7 @@ from tests.conftest import FLOWS, FLOWSTUDIO, SCRIPTS
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     exported = subprocess.run(

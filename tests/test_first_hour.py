@@ -1,4 +1,4 @@
-"""A newcomer's first hour (issue 17): every mistake caught before anything runs, and said plainly.
+"""A newcomer's first hour: every mistake caught before anything runs, and said plainly.
 
 Each test drives the real `flowstudio` command in a subprocess.
 """

@@ -48,6 +48,7 @@ def test_the_readme_blocks_parse_into_commands() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_the_readme_examples_run_as_written(tmp_path: Path) -> None:
     for part in COPIED:
         shutil.copytree(ROOT / part, tmp_path / part)

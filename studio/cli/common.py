@@ -57,20 +57,11 @@ def open_store(db: str | None) -> Any:
 
 def full_run_id(given: str, db: str | None) -> str:
     """The run id that `given` is or uniquely begins (exit 2 when none or several)."""
-    return _full_id("run", given, db)
-
-
-def full_experiment_id(given: str, db: str | None) -> str:
-    """The experiment id that `given` is or uniquely begins (exit 2 when none or several)."""
-    return _full_id("experiment", given, db)
-
-
-def _full_id(kind: Any, given: str, db: str | None) -> str:
     from studio.store.base import resolve_id
 
     store = open_store(db)
     try:
-        return resolve_id(store, kind, given)
+        return resolve_id(store, "run", given)
     finally:
         store.close()
 

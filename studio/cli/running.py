@@ -80,14 +80,15 @@ def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
 
     run_id = full_run_id(run_id, flags["db"])
     options = stored_options(run_id, flags["db"], flags)
-    supplied = answers(run_id, flags["db"], pairs(values, "--value", parse_json=False))
+    supplied = _answers(run_id, flags["db"], pairs(values, "--value", parse_json=False))
     run_async = resume_run_async(
         run_id, values=supplied, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
     report(asyncio.run(run_async), flags["as_json"], flags["db"])
 
 
-def answers(run_id: str, db: str | None, texts: dict[str, str]) -> dict[str, Any]:
+def _answers(run_id: str, db: str | None, texts: dict[str, str]) -> dict[str, Any]:
+    """`--value` texts typed by the waiting questions they answer."""
     from studio.cli.common import open_store
     from studio.cli.waiting import typed_values
 
