@@ -42,6 +42,6 @@ def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path)
     assert body["status"] == "succeeded" and body["outputs"]["category"] == "billing"
     where = subprocess.run(
         [tmp_path / "venv" / "bin" / "python", "-c", "import studio; print(studio.__file__)"],
-        capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), "flowstudio came from the wheel, not the tree"
