@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate
+from studio.node import NodeContext, NodeError, PortType, SubFlowNode, evaluate, expression_problem
 
 ITERATIONS = "iterations"
 
@@ -52,7 +52,8 @@ class Loop(SubFlowNode):
         for i, name in enumerate(self.config.collect):
             if name not in outputs:
                 return [(f"collect.{i}", f"the sub-flow has no output {name!r}; its outputs are {sorted(outputs)}")]
-        return []
+        problem = expression_problem(self.config.until, {"outputs": set(outputs), "iteration": None})
+        return [("until", f"`until` {problem}")] if problem else []
 
     def output_ports(self) -> dict[str, PortType]:
         ports = {

@@ -52,6 +52,7 @@ __all__ = [
     "Tunable",
     "WaitingForInput",
     "evaluate",
+    "expression_problem",
     "from_annotation",
     "parse_type",
     "paths",
@@ -63,6 +64,7 @@ __all__ = [
 
 render = templates.render
 evaluate = templates.evaluate
+expression_problem = templates.expression_problem
 
 
 class LLM(Protocol):

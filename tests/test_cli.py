@@ -1,4 +1,4 @@
-"""The command-line contract scripts rely on (DESIGN §8), through real subprocesses."""
+"""The command-line contract scripts rely on (README, "Command line"), through real subprocesses."""
 
 from __future__ import annotations
 

@@ -63,6 +63,17 @@ def open_store(db: str | None) -> Any:
     return SQLiteStore(Path(db) if db else default_db_path())
 
 
+def full_run_id(given: str, db: str | None) -> str:
+    """The run id that `given` is or uniquely begins (exit 2 when none or several)."""
+    from studio.store.base import resolve_id
+
+    store = open_store(db)
+    try:
+        return resolve_id(store, "run", given)
+    finally:
+        store.close()
+
+
 db_option = click.option(
     "--db", type=click.Path(dir_okay=False), help="SQLite store (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
 )
@@ -123,13 +134,21 @@ def stored_options(run_id: str, db: str | None, flags: dict[str, Any]) -> Any:
     return options_from(RunOptions.of_run(record) if record else None, flags)
 
 
-def report(result: Any, as_json: bool) -> None:
+def report(result: Any, as_json: bool, db: str | None = None) -> None:
     from studio.cli.reports import print_run
 
     if as_json:
         print_json(result.as_json())
     else:
         print_run(result)
+    if result.status == "waiting" and not as_json:
+        from studio.cli.waiting import explain
+
+        store = open_store(db)
+        try:
+            click.echo("\n".join(explain(store, result.run_id, db)))
+        finally:
+            store.close()
     if result.status == "failed":
         sys.exit(EXIT_FAILED)
     if result.status == "waiting":

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import click
 
 from studio.cli.common import (
+    EXIT_FAILED,
     db_option,
     friendly,
     json_option,
@@ -97,8 +99,17 @@ def batch(
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
     )
+    if flow is not None:
+        from studio.cli.checks import EXTRA_ALIASES, check_aliases
+        from studio.flow.spec import load_flow
+
+        check_aliases(load_flow(flow), options.models, [judge, *EXTRA_ALIASES])
     store = open_store(db)
     try:
+        if resume is not None:
+            from studio.store.base import resolve_id
+
+            resume = resolve_id(store, "experiment", resume)
         prepared = prepare_batch(options, store, resume=resume)
         if as_json:
             result = asyncio.run(run_prepared(prepared, store, on_start=_batch_started))
@@ -111,9 +122,16 @@ def batch(
     if as_json:
         print_json({**result.summary, "out": out})
     else:
-        from studio.evaluate.batch import first_errors, print_summary
+        from studio.evaluate.batch import first_errors, first_mismatches, print_summary
 
-        print_summary(result.summary, list(first_errors(result.results)), out)
+        mismatches = list(first_mismatches(result.results, result.dataset.examples))
+        print_summary(result.summary, list(first_errors(result.results)), out, mismatches=mismatches)
+    if result.summary["examples"] and not result.summary["succeeded"]:
+        from studio.evaluate.batch import first_errors
+
+        if as_json:
+            click.echo(f"error: {next(first_errors(result.results), 'no run succeeded')}", err=True)
+        sys.exit(EXIT_FAILED)
 
 
 def _batch_started(experiment_id: str, examples: int) -> None:
@@ -172,6 +190,7 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
     """
     from studio.errors import InputError
     from studio.evaluate.batch import experiment_row, print_experiments, print_summary
+    from studio.store.base import resolve_id
 
     store = open_store(db)
     try:
@@ -182,6 +201,7 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
             else:
                 print_experiments(records)
             return
+        experiment_id = resolve_id(store, "experiment", experiment_id)
         record = store.get_experiment(experiment_id)
         if record is None:
             raise InputError(f"no experiment {experiment_id!r} in {store.path}", field="EXPERIMENT_ID")

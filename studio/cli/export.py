@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from studio.cli.common import (
+    EXIT_FAILED,
     friendly,
     json_option,
     print_json,
@@ -22,16 +25,35 @@ from studio.cli.common import (
     help="A scripted-model file for the package's test (default: every call answers `Answer: ok`).",
 )
 @click.option("--force", is_flag=True, help="Write into a non-empty --out, replacing the files export writes.")
+@click.option(
+    "--engine-wheel/--no-engine-wheel",
+    default=True,
+    help="Build the flowstudio wheel into OUT/wheels, so the package installs where flowstudio is on no index.",
+)
 @json_option
 @friendly
-def export(flow: str, out: str, name: str | None, test_script: str | None, force: bool, as_json: bool) -> None:
+def export(
+    flow: str, out: str, name: str | None, test_script: str | None, force: bool, engine_wheel: bool, as_json: bool
+) -> None:
     """Write FLOW as an installable Python package: typed run() API, console script, README, test.
 
-    The package depends on flowstudio without the studio extra. Example: flowstudio export flows/ticket-triage.yaml --out dist/ticket-triage
+    The package depends on flowstudio without the studio extra; the flowstudio wheel is built beside
+    it (OUT/wheels) and the install command printed. Example: flowstudio export flows/ticket-triage.yaml --out dist/ticket-triage
     """
     from studio.export import export_flow
+    from studio.export.engine_wheel import build_engine_wheel, install_command
 
     done = export_flow(flow, out, name=name, test_script=test_script, force=force)
+    wheel = None
+    if engine_wheel:
+        try:
+            wheel = build_engine_wheel(done.out)
+        except RuntimeError as err:
+            click.echo(f"error: {err}", err=True)
+            sys.exit(EXIT_FAILED)
+        if wheel is None:
+            done.notes.append("flowstudio runs from an installed wheel, not a source tree: no engine wheel was built")
+    install = install_command(done.out, wheel)
     if as_json:
         body = {
             "out": str(done.out),
@@ -40,10 +62,14 @@ def export(flow: str, out: str, name: str | None, test_script: str | None, force
             "script": done.distribution,
             "files": [p.as_posix() for p in done.files],
             "notes": done.notes,
+            "engine_wheel": str(wheel) if wheel else None,
+            "install": install,
         }
         print_json(body)
         return
     click.echo(f"wrote {done.distribution} (import {done.package}) to {done.out}: {len(done.files)} files")
     for note in done.notes:
         click.echo(f"note: {note}", err=True)
-    click.echo(f"install it with: pip install {done.out}")
+    if wheel is not None:
+        click.echo(f"built the engine's wheel beside it: {wheel}")
+    click.echo(f"install it with: {install}")

@@ -40,14 +40,16 @@ def validate(flow: str) -> None:
 def fmt(flows: tuple[str, ...], check: bool) -> None:
     """Rewrite flow files in canonical form (key order, indentation); comments are kept.
 
+    Every file must validate first: a file with a problem is refused (exit 2) and nothing is written.
     Example: flowstudio fmt flows/*.yaml
     """
     from studio.flow.fmt import format_text
     from studio.flow.spec import load_flow
+    from studio.runtime.compiler import compile_flow
 
+    texts = {flow: compile_flow(load_flow(flow)).flow.text for flow in flows}
     unformatted = []
-    for flow in flows:
-        text = load_flow(flow).text
+    for flow, text in texts.items():
         formatted = format_text(text)
         if formatted == text:
             continue
@@ -66,7 +68,6 @@ def schema() -> None:
 
     Example: flowstudio schema > flow.schema.json
     """
-    from studio.flow.schema import flow_schema
-    from studio.runtime import registry
+    from studio.runtime.nodedoc import full_schema
 
-    print_json(flow_schema(registry.keys()))
+    print_json(full_schema())

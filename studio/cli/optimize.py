@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from studio.cli.common import (
+    EXIT_FAILED,
     db_option,
     friendly,
     json_option,
@@ -90,6 +91,7 @@ def optimize(
 
     from studio.optimize import OptimizeOptions, prepare
     from studio.optimize import optimize as run_optimize
+    from studio.optimize.evaluate import NothingSucceeds
     from studio.optimize.report import show
 
     options = OptimizeOptions(
@@ -113,6 +115,10 @@ def optimize(
         minibatch=minibatch,
         width=width,
     )
+    from studio.cli.checks import EXTRA_ALIASES, check_aliases
+    from studio.flow.spec import load_flow
+
+    check_aliases(load_flow(flow), options.models, [judge, proposer, *EXTRA_ALIASES])
     prepared = prepare(options)
     store = open_store(db)
     try:
@@ -123,6 +129,9 @@ def optimize(
     except KeyboardInterrupt:
         click.echo(f"interrupted: the best flow so far is in {prepared.out}", err=True)
         sys.exit(130)
+    except NothingSucceeds as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(EXIT_FAILED)
     finally:
         store.close()
     if as_json:

@@ -6,9 +6,11 @@ import datetime as dt
 import json
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from studio.runtime.engine import RunResult
 from studio.secrets import escape_controls, mask
@@ -37,21 +39,31 @@ def _seconds(start: str, end: str | None) -> str:
 
 def _short(value: Any, width: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(_safe(text).split())
+    text = " ".join(_plain(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _plain(value: Any) -> str:
+    """Data as plain text fit for a terminal: `$env` values masked, control characters escaped."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return escape_controls(mask(text))
+
+
+def _text(value: str) -> Text:
+    """Data as a rich Text (never markup), control characters escaped and `$env` values masked."""
+    return Text(_plain(value))
 
 
 def _safe(value: Any) -> str:
     """Data as text fit for a terminal: `$env` values masked, control characters escaped, no rich markup."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return escape(escape_controls(mask(text)))
+    return escape(_plain(value))
 
 
 def print_run(result: RunResult, console: Console | None = None) -> None:
     """Outputs, then a per-node summary: status, tokens, seconds."""
     console = console or Console()
     console.print(f"run [bold]{result.run_id}[/] [bold]{result.status}[/]")
-    if result.error:
+    if result.error and result.status != "waiting":
         console.print(f"[red]error:[/] {_safe(result.error)}", markup=True, highlight=False)
     for name, value in (result.outputs or {}).items():
         console.print(f"[bold]{_safe(name)}[/]: ", end="")
@@ -73,29 +85,96 @@ def print_run(result: RunResult, console: Console | None = None) -> None:
 
 
 def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
-    table = Table("run", "flow", "status", "started", "seconds", "steps", "tokens", "cost $")
+    """Full run ids (any unique prefix of one works in `trace`, `resume`, `rerun`); fits 80 columns."""
+    table = _table()
+    table.add_column("run", no_wrap=True, min_width=16)
+    table.add_column("flow", overflow="fold", min_width=8, ratio=1)
+    for name in ("status", "started"):
+        table.add_column(name, no_wrap=True)
+    for name in ("secs", "tokens", "cost $"):
+        table.add_column(name, no_wrap=True, justify="right")
     for run in runs:
         table.add_row(
-            run.run_id, _safe(run.flow), run.status, run.started_at[:19], _seconds(run.started_at, run.ended_at),
-            str(run.steps), str(run.tokens), f"{run.cost_usd:.6f}",
+            run.run_id, Text(_plain(run.flow)), run.status, run.started_at[5:16].replace("T", " "),
+            _seconds(run.started_at, run.ended_at), str(run.tokens), f"{run.cost_usd:.6f}",
         )  # fmt: skip
     (console or Console()).print(table)
 
 
 def print_trace(
-    run: RunRecord, steps: list[StepRecord], calls: list[CallRecord], console: Console | None = None
+    run: RunRecord,
+    steps: list[StepRecord],
+    calls: list[CallRecord],
+    console: Console | None = None,
+    full: bool = False,
 ) -> None:
-    """The per-node table of one run, with errors spelled out."""
+    """The per-node table of one run, errors spelled out below it; `full` adds every step's inputs,
+    outputs, and its model calls' prompts and replies."""
     console = console or Console()
     console.print(
-        f"run [bold]{run.run_id}[/] of {_safe(run.flow)}: [bold]{run.status}[/]  tokens {run.tokens}  cost ${run.cost_usd:.6f}"
+        _text(f"run {run.run_id} of {_plain(run.flow)}: {run.status}  tokens {run.tokens}  cost ${run.cost_usd:.6f}"),
     )
-    table = Table("node", "status", "att", "tokens", "cost $", "seconds", "inputs", "outputs / error")
-    for step in steps:
-        result = _safe(step.error) if step.error else _short(step.outputs)
-        table.add_row(
-            _safe(step.node), step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}",
-            _seconds(step.started_at, step.ended_at), _short(step.inputs, 40), result,
-        )  # fmt: skip
+    rows = [
+        [_plain(step.node), step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}",
+         _seconds(step.started_at, step.ended_at), _plain(step.error) if step.error else _short(step.outputs, 200)]
+        for step in steps
+    ]  # fmt: skip
+    headers = ("node", "status", "att", "tokens", "cost $", "secs")
+    fixed = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    table = _table()
+    for i, name in enumerate(headers):
+        table.add_column(name, no_wrap=True, justify="right" if i > 1 else "left", min_width=fixed[i])
+    spare = console.width - sum(fixed) - 2 * len(fixed)
+    table.add_column("outputs / error", overflow="ellipsis", no_wrap=True, max_width=max(10, spare))
+    for row in rows:
+        table.add_row(*(Text(cell) for cell in row))
     console.print(table)
-    console.print(f"{len(calls)} model call(s)")
+    for step in steps:
+        if step.error and not full:
+            console.print(_text(f"{step.node} {step.status}: {step.error}"))
+    if full:
+        _print_details(steps, calls, console)
+    console.print(
+        f"{len(calls)} model call(s)" + ("" if full else "; --full shows inputs, outputs, prompts and replies")
+    )
+
+
+def _table() -> Table:
+    """A borderless table: columns two spaces apart, so more fits in 80 columns."""
+    return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
+
+
+def _print_details(steps: list[StepRecord], calls: list[CallRecord], console: Console) -> None:
+    by_node: dict[str, list[CallRecord]] = {}
+    for call in calls:
+        by_node.setdefault(call.node, []).append(call)
+    for step in steps:
+        console.rule(_text(f"{step.node} ({step.status}, attempt {step.attempt})"), align="left")
+        console.print(_text("inputs: " + _json(step.inputs)))
+        console.print(_text("outputs: " + _json(step.outputs)))
+        if step.error:
+            console.print(_text("error: " + step.error))
+        for call in by_node.pop(step.node, []):
+            _print_call(call, console)
+
+
+def _print_call(call: CallRecord, console: Console) -> None:
+    hit = ", from cache" if call.cache_hit else ""
+    console.print(_text(f"model call to {call.model} ({call.input_tokens}+{call.output_tokens} tokens{hit})"))
+    request = call.request
+    if "prompt" in request:
+        console.print(_text("prompt:\n" + _indent(str(request["prompt"]))))
+    for message in request.get("messages", []):
+        console.print(_text(f"{message.get('role', '?')}:\n" + _indent(str(message.get("content", "")))))
+    if call.error:
+        console.print(_text("error: " + call.error))
+    else:
+        console.print(_text("reply:\n" + _indent(call.response or "")))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=None) if value is not None else "-"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines()) or "  "

@@ -10,6 +10,7 @@ import click
 
 from studio.cli.common import (
     friendly,
+    full_run_id,
     options_from,
     pairs,
     report,
@@ -27,7 +28,7 @@ from studio.cli.hardening import user_options
     "inputs",
     multiple=True,
     metavar="NAME=VALUE",
-    help="A flow input; VALUE is JSON if it parses, else text.",
+    help="A flow input: the text as typed for a str input, else JSON (text when it does not parse).",
 )
 @click.option("--inputs", "inputs_file", type=click.File("r"), help="A JSON object of inputs.")
 @click.option(
@@ -60,6 +61,8 @@ def run(
 
     Example: flowstudio run flows/ticket-triage.yaml -i ticket="The app crashes" --json
     """
+    from studio.cli.checks import check_aliases, typed_inputs
+    from studio.flow.spec import load_flow
     from studio.flow.values import load_json
     from studio.runtime.runner import run_flow_async
 
@@ -68,10 +71,12 @@ def run(
     given = load_json(inputs_file.read(), "--inputs") if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
-    given.update(pairs(inputs, "-i", parse_json=True))
+    loaded = load_flow(flow)
+    given.update(typed_inputs(loaded, pairs(inputs, "-i", parse_json=False)))
     options = options_from(None, flags)
     options.models = pairs(models, "--model", parse_json=False)
     options.stream = stream
+    check_aliases(loaded, options.models)
     printer = TokenPrinter()
     run_async = run_flow_async(
         flow,
@@ -83,7 +88,7 @@ def run(
     )
     result = asyncio.run(run_async)
     printer.end()
-    report(result, flags["as_json"])
+    report(result, flags["as_json"], flags["db"])
 
 
 class TokenPrinter:
@@ -118,7 +123,7 @@ class TokenPrinter:
     "values",
     multiple=True,
     metavar="NODE=VALUE",
-    help="Answer a waiting human.input node (JSON if it parses).",
+    help="Answer a waiting human.input node: the text as typed for a str question, else JSON.",
 )
 @run_options
 @friendly
@@ -129,12 +134,25 @@ def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
     """
     from studio.runtime.runner import resume_run_async
 
+    run_id = full_run_id(run_id, flags["db"])
     options = stored_options(run_id, flags["db"], flags)
-    supplied = pairs(values, "--value", parse_json=True)
+    supplied = _answers(run_id, flags["db"], pairs(values, "--value", parse_json=False))
     run_async = resume_run_async(
         run_id, values=supplied, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"])
+    report(asyncio.run(run_async), flags["as_json"], flags["db"])
+
+
+def _answers(run_id: str, db: str | None, texts: dict[str, str]) -> dict[str, Any]:
+    """`--value` texts typed by the waiting questions they answer."""
+    from studio.cli.common import open_store
+    from studio.cli.waiting import typed_values
+
+    store = open_store(db)
+    try:
+        return typed_values(store, run_id, texts)
+    finally:
+        store.close()
 
 
 @click.command()
@@ -149,8 +167,9 @@ def rerun(run_id: str, from_node: str, **flags: Any) -> None:
     """
     from studio.runtime.runner import rerun_async
 
+    run_id = full_run_id(run_id, flags["db"])
     options = stored_options(run_id, flags["db"], flags)
     run_async = rerun_async(
         run_id, from_node, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"])
+    report(asyncio.run(run_async), flags["as_json"], flags["db"])

@@ -45,20 +45,24 @@ def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_js
     metavar="URL",
     help="With `export`: the OTLP/HTTP collector, e.g. http://127.0.0.1:6006 (default $OTEL_EXPORTER_OTLP_ENDPOINT).",
 )
+@click.option(
+    "--full", is_flag=True, help="Also every step's inputs and outputs, and each model call's prompt and reply."
+)
 @db_option
 @json_option
 @friendly
-def trace(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: bool) -> None:
-    """Show a run's steps: inputs, outputs, tokens, cost, errors; or send stored runs as OpenTelemetry spans.
+def trace(run_ids: tuple[str, ...], otlp: str | None, full: bool, db: str | None, as_json: bool) -> None:
+    """Show a run's steps: outputs, tokens, cost, errors; or send stored runs as OpenTelemetry spans.
 
-    `flowstudio trace export RUN_ID... --otlp URL` exports each run (its steps, model calls and
-    tool calls) to an OTLP collector such as Phoenix, Jaeger or Langfuse.
+    RUN_ID may be any unique prefix of a run id. `flowstudio trace export RUN_ID... --otlp URL`
+    exports each run (its steps, model calls and tool calls) to an OTLP collector such as Phoenix,
+    Jaeger or Langfuse.
 
-    Example: flowstudio trace 3f2a9c1d0b7e4a55 --json
+    Example: flowstudio trace 3f2a9c1d --full
     """
     from studio.cli.reports import print_trace
     from studio.errors import InputError
-    from studio.store.base import step_row
+    from studio.store.base import resolve_id, step_row
 
     if run_ids[0] == "export":
         _export(run_ids[1:], otlp, db, as_json)
@@ -67,6 +71,7 @@ def trace(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: b
         raise InputError("give one RUN_ID (or `trace export RUN_ID... --otlp URL`)", field="RUN_ID")
     run_id = run_ids[0]
     store = open_store(db)
+    run_id = resolve_id(store, "run", run_id)
     record = store.get_run(run_id)
     if record is None:
         raise InputError(f"no run {run_id!r} in {store.path}", field="RUN_ID")
@@ -74,11 +79,12 @@ def trace(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: b
     if as_json:
         print_json([step_row(s) for s in steps])
     else:
-        print_trace(record, steps, store.calls(run_id))
+        print_trace(record, steps, store.calls(run_id), full=full)
 
 
 def _export(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: bool) -> None:
     from studio.errors import InputError
+    from studio.store.base import resolve_id
     from studio.telemetry.setup import endpoint_from_env, missing_extra, traces_url
 
     url = traces_url(otlp) if otlp else endpoint_from_env()
@@ -93,7 +99,7 @@ def _export(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json:
     store = open_store(db)
     runs = []
     for run_id in run_ids:
-        found = gather(store, run_id)
+        found = gather(store, resolve_id(store, "run", run_id))
         if found is None:
             raise InputError(f"no run {run_id!r} in {store.path}", field="RUN_ID")
         runs.append(found)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from studio.evaluate.summary import (
     ExampleResult,
     confidence_interval,
     first_errors,
+    first_mismatches,
     percentile,
     summarise,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "experiment_row",
     "finished_runs",
     "first_errors",
+    "first_mismatches",
     "input_key",
     "outcome_of",
     "percentile",
@@ -71,6 +73,8 @@ __all__ = [
     "summarise",
 ]
 
+FIRST_MINIBATCH = 4
+"""A batch stops when none of its first max(concurrency, this many) examples succeeds."""
 FINISHED = ("succeeded", "failed", "waiting")
 Progress = Callable[..., None]
 """Called as progress(done=, total=, score=, cost_usd=, result=, **future_kwargs)."""
@@ -163,19 +167,31 @@ async def run_batch(
     todo = [e for e in dataset.examples if e.index not in done]
     options = run_options or RunOptions()
     runner = executor or LocalExecutor(store)
-    async for example, outcome in runner.run(
-        plan, todo, experiment_id=experiment_id, options=options, concurrency=concurrency
-    ):
-        result = ExampleResult(example.index, example.line, outcome)
-        await score_example(metric, example, result)
-        results[example.index] = result
-        tally.add(result)
-        _report(progress, tally, result)
-    ordered = [results[e.index] for e in dataset.examples]
+    first = min(len(todo), max(concurrency, FIRST_MINIBATCH))
+    fresh: list[ExampleResult] = []
+    stream = runner.run(plan, todo, experiment_id=experiment_id, options=options, concurrency=concurrency)
+    try:
+        async for example, outcome in stream:
+            result = ExampleResult(example.index, example.line, outcome)
+            await score_example(metric, example, result)
+            results[example.index] = result
+            fresh.append(result)
+            tally.add(result)
+            _report(progress, tally, result)
+            if len(fresh) == first and all(r.outcome.status != "succeeded" for r in fresh):
+                break  # nothing succeeds: the rest would fail the same way
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    ordered = [results[e.index] for e in dataset.examples if e.index in results]
     seconds = time.perf_counter() - started
     summary = summarise(
-        ordered, metric, experiment_id=experiment_id, flow=plan.flow.spec.name, seconds=seconds, ran=len(todo)
+        ordered, metric, experiment_id=experiment_id, flow=plan.flow.spec.name, seconds=seconds, ran=len(fresh)
     )
+    if len(ordered) < len(dataset.examples):
+        # left unfinished, so `batch --resume` can continue it once fixed
+        return BatchResult(experiment_id, replace(summary, status="stopped"), ordered, dataset)
     scores = {r.outcome.run_id: r.score for r in ordered if r.outcome.run_id and r.score is not None}
     store.finish_experiment(experiment_id, {**summary, "scores": scores})  # per-run scores for the studio
     return BatchResult(experiment_id, summary, ordered, dataset)

@@ -7,8 +7,8 @@ from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from studio.evaluate.options import KIND
 from studio.secrets import escape_controls, mask
@@ -60,9 +60,13 @@ def print_experiments(records: list[ExperimentRecord], console: Console | None =
 
 
 def print_summary(
-    summary: Mapping[str, Any], errors: list[str], out: str | None, console: Console | None = None
+    summary: Mapping[str, Any],
+    errors: list[str],
+    out: str | None,
+    console: Console | None = None,
+    mismatches: list[str] | None = None,
 ) -> None:
-    """The table `flowstudio batch` ends with, and the first errors, each naming its row."""
+    """The table `flowstudio batch` ends with, the first mismatches and the first errors, each naming its row."""
     console = console or Console()
     table = Table(show_header=False, title=f"batch {summary.get('experiment_id', '')} · {summary.get('flow', '')}")
     score = summary.get("score")
@@ -88,5 +92,16 @@ def print_summary(
     if out:
         table.add_row("results", out)
     console.print(table)
+    if summary.get("status") == "stopped":
+        console.print(
+            f"stopped: all of the first {summary['examples']} examples failed; "
+            f"fix the cause, then: flowstudio batch --resume {summary.get('experiment_id', '')}",
+            markup=False,
+            highlight=False,
+        )
+    if mismatches:
+        console.print("first mismatches:", highlight=False)
+        for line in mismatches:
+            console.print(Text("  " + escape_controls(mask(line))))
     for message in errors:
-        console.print("[red]error:[/] " + escape(escape_controls(mask(message))), highlight=False)
+        console.print(Text.assemble(("error:", "red"), " ", escape_controls(mask(message))))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping
@@ -172,3 +173,26 @@ def first_errors(results: list[ExampleResult], limit: int = 5) -> Iterator[str]:
         count += 1
         prefix = "" if message.startswith("row ") else f"row {result.line}: "
         yield prefix + message
+
+
+def first_mismatches(results: list[ExampleResult], examples: list[Example], limit: int = 3) -> Iterator[str]:
+    """The first examples that ran but scored below 1: inputs, expected and what the flow gave."""
+    count = 0
+    for item in results:
+        if item.outcome.status != "succeeded" or item.score is None or item.score >= 1.0 or item.metric_error:
+            continue
+        if count == limit:
+            return
+        count += 1
+        example = examples[item.index]
+        outputs = item.outcome.outputs or {}
+        got = {name: outputs.get(name) for name in example.expected} if example.expected else outputs
+        yield (
+            f"row {item.line} (score {item.score:.2f}): inputs {_compact(example.inputs)}, "
+            f"expected {_compact(example.expected)}, got {_compact(got)}"
+        )
+
+
+def _compact(value: Any, width: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -599,7 +599,7 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
         "## Install",
         "",
         "```sh",
-        "pip install .            # or: pip wheel --no-deps . && pip install *.whl",
+        "pip install --find-links wheels .   # wheels/: the flowstudio wheel `flowstudio export` built",
         "```",
         "",
         "## Python",

@@ -154,6 +154,18 @@ def _dotted(path: PathKey) -> str:
     return ".".join(str(p) for p in path)
 
 
+def _tab_indent(text: str, error_line: int | None) -> int | None:
+    """The first line up to the error whose indentation holds a tab (a common cause of YAML errors)."""
+    lines = text.splitlines()
+    last = len(lines) if error_line is None else min(error_line, len(lines))
+    for number in range(1, last + 1):
+        line = lines[number - 1]
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent and line.strip():
+            return number
+    return None
+
+
 def loads(text: str, file: str = "<string>") -> Document:
     """Parse one YAML document from `text` under the safety rules."""
     if len(text.encode("utf-8")) > MAX_BYTES:
@@ -171,6 +183,10 @@ def loads(text: str, file: str = "<string>") -> Document:
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else None
+        tab = _tab_indent(text, line)
+        if tab is not None:
+            message = "a tab in the indentation; YAML indents with spaces only"
+            raise LoadError(message, file=file, line=tab) from None
         raise LoadError(f"invalid YAML: {err.problem or err}", file=file, line=line) from None
     except yaml.YAMLError as err:
         raise LoadError(f"invalid YAML: {err}", file=file) from None

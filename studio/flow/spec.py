@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from studio.errors import SpecError
 from studio.flow.loader import Document, PathKey, load_file, loads
+from studio.flow.suggest import first_problem, unknown_key
 
 SCHEMA_VERSION = 1
 NODE_ID = r"^[a-z][a-z0-9_]*$"
@@ -63,6 +64,9 @@ class ScriptRule(_Strict):
     """Regular expression searched in the rendered prompt; omitted matches everything."""
     reply: str | None = None
     """The text the model answers."""
+    replies: list[str] | None = None
+    """Texts answered in turn, one per call that reaches this rule (the last one repeats); calls of a
+    model with such a rule are never served from the LLM cache."""
     tool_calls: list[dict[str, Any]] | None = None
     """Function calls to answer with (`{name, arguments}` each), imitating function calling."""
     error: ScriptError | None = None
@@ -249,12 +253,12 @@ def _check_node_ids(document: Document) -> None:
 
 def _spec_error(err: ValidationError, document: Document) -> SpecError:
     problems = err.errors(include_url=False)
-    first = problems[0]
+    first = first_problem(problems)
     path: PathKey = tuple(p for p in first["loc"] if isinstance(p, (str, int)))
     field = ".".join(str(p) for p in path)
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
-        message = f"unknown field {path[-1]!r}"
+        message = unknown_key(FlowSpec, path)
     if len(problems) > 1:
         message += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
     node = str(path[1]) if len(path) > 1 and path[0] == "nodes" else None

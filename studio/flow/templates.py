@@ -14,12 +14,13 @@ Jinja2's immutable sandbox with StrictUndefined, a cap on the rendered size, and
 
 from __future__ import annotations
 
+import difflib
 import functools
 import operator
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
@@ -199,7 +200,9 @@ def _capped_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any
     return capped
 
 
-_ENV = _BudgetedEnvironment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+_ENV = _BudgetedEnvironment(undefined=StrictUndefined, autoescape=False)
+"""Jinja's defaults otherwise: a single trailing newline of a template is dropped, so a `prompt: |`
+block sends no stray newline."""
 _ENV.filters = {name: _capped_filter(name, function) for name, function in _ENV.filters.items()}
 
 
@@ -213,6 +216,54 @@ def expression_names(expression: str) -> set[str]:
     """Top-level names an expression reads (node ids, `inputs`); raises TemplateSyntaxError."""
     tree = _ENV.parse("{{ (" + expression + ") }}")
     return {n.name for n in tree.find_all(nodes.Name) if n.ctx == "load"}
+
+
+def expression_reads(expression: str) -> list[tuple[str, str | None]]:
+    """What an expression reads, in order: `(name, attribute)` for `name.attribute` and
+    `name['attribute']`, `(name, None)` for a bare name. Raises TemplateSyntaxError."""
+    tree = _ENV.parse("{{ (" + expression + ") }}")
+    _ENV.compile_expression(expression)
+    reads: list[tuple[str, str | None]] = []
+    owned: set[int] = set()
+    for item in tree.find_all((nodes.Getattr, nodes.Getitem)):
+        target = getattr(item, "node", None)
+        if not (isinstance(target, nodes.Name) and target.ctx == "load"):
+            continue
+        key = getattr(item, "arg", None)
+        if isinstance(item, nodes.Getattr):
+            reads.append((target.name, item.attr))
+        elif isinstance(key, nodes.Const) and isinstance(key.value, str):
+            reads.append((target.name, key.value))
+        else:
+            reads.append((target.name, None))
+        owned.add(id(target))
+    for name in tree.find_all(nodes.Name):
+        if name.ctx == "load" and id(name) not in owned:
+            reads.append((name.name, None))
+    return reads
+
+
+def expression_problem(expression: str, scope: Mapping[str, Collection[str] | None]) -> str | None:
+    """Why `expression` cannot run in `scope` (name → the attributes it has, None for any), or None.
+
+    Every name and every `name.attribute` it reads must exist: a typo is caught before a run.
+    """
+    try:
+        reads = expression_reads(expression)
+    except TemplateSyntaxError as err:
+        return f"invalid expression: {err.message}"
+    for name, attribute in reads:
+        if name not in scope:
+            return f"reads {name!r}, which is not defined here{_hint(name, scope)}; it can read {sorted(scope)}"
+        known = scope[name]
+        if attribute is not None and known is not None and attribute not in known:
+            return f"reads {name}.{attribute}: {name!r} has no {attribute!r}{_hint(attribute, known)}; it has {sorted(known)}"
+    return None
+
+
+def _hint(word: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, sorted(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def check_syntax(source: str) -> None:

@@ -46,6 +46,9 @@ class ScriptedModel:
         self.input_cost = input_cost_per_token
         self.output_cost = output_cost_per_token
         self._failures: dict[int, int] = {}
+        self._turns: dict[int, int] = {}
+        self.cacheable = not any(rule.replies for rule in rules)
+        """False when a rule answers in turn: a cached reply would hide the next turn."""
         rules_json = json.dumps([r.model_dump(mode="json") for r in rules], sort_keys=True)
         self.fingerprint = f"{rules_json}|{input_cost_per_token}|{output_cost_per_token}"
         """What the LLM cache keys on besides the prompt: editing a script invalidates it."""
@@ -62,10 +65,11 @@ class ScriptedModel:
             if rule.error is not None and self._should_fail(index, rule):
                 _ledger(self.name, text, error=rule.error.kind)
                 raise ModelError(rule.error.kind, f"scripted {rule.error.kind} error", rule.error.retry_after_s)
-            if rule.reply is None and rule.tool_calls is None:
+            reply = self._next_reply(index, rule)
+            if reply is None and rule.tool_calls is None:
                 continue
-            _ledger(self.name, text, reply=rule.reply or json.dumps(rule.tool_calls))
-            completion = self._completion(text, rule.reply or "")
+            _ledger(self.name, text, reply=reply or json.dumps(rule.tool_calls))
+            completion = self._completion(text, reply or "")
             return replace(completion, tool_calls=_calls(rule.tool_calls)) if rule.tool_calls else completion
         raise ModelError("server", "scripted model: no rule matched the prompt")
 
@@ -84,6 +88,14 @@ class ScriptedModel:
     def capabilities(self) -> Capabilities:
         """Text and (where scripted) tool calls; never logprobs."""
         return scripted(self.supports_tools())
+
+    def _next_reply(self, index: int, rule: ScriptRule) -> str | None:
+        """`reply`, or the next of `replies` (the last one once all were given)."""
+        if not rule.replies:
+            return rule.reply
+        turn = self._turns.get(index, 0)
+        self._turns[index] = turn + 1
+        return rule.replies[min(turn, len(rule.replies) - 1)]
 
     def _should_fail(self, index: int, rule: ScriptRule) -> bool:
         assert rule.error is not None

@@ -28,6 +28,11 @@ class BudgetSpent(Exception):
     """A run was refused a model call: the evaluation is incomplete and is discarded."""
 
 
+class NothingSucceeds(Exception):
+    """Every run of the first dev minibatch failed (a missing model, missing credentials): searching
+    further would spend the budget on the same failure."""
+
+
 @dataclass
 class Evaluated:
     """One example's run, its score and what its model calls cost."""

@@ -19,7 +19,7 @@ from studio.evaluate.metrics import resolve_metric
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.optimize import pareto, report
 from studio.optimize.candidates import Candidate
-from studio.optimize.evaluate import BudgetSpent, Evaluator
+from studio.optimize.evaluate import BudgetSpent, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
 from studio.optimize.search import Progress, Search
@@ -148,6 +148,9 @@ class Optimization:
                     f"--budget-calls {self.options.budget_calls} ran out before the flow was evaluated on the dev set",
                     field="--budget-calls",
                 ) from None
+            except NothingSucceeds:
+                self._summary("failed", search.best)
+                raise
             except (asyncio.CancelledError, KeyboardInterrupt):
                 self._summary("interrupted", search.best)
                 raise

@@ -33,7 +33,7 @@ from studio.flow.spec import Flow
 from studio.optimize import demos as demo_pools
 from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
 from studio.optimize.demos import Trace
-from studio.optimize.evaluate import BudgetSpent, Evaluator
+from studio.optimize.evaluate import BudgetSpent, Evaluated, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter
 from studio.optimize.moves import Move, NodeMoves, round_moves
 from studio.optimize.paired import compare
@@ -176,6 +176,8 @@ class Search:
     async def run(self) -> Candidate:
         """Search until the budget, the moves or the rounds run out; returns the best candidate."""
         self._add(self.best)
+        first = list(range(min(self.settings.minibatch, len(self.dev.examples))))
+        self._check_alive(await self._evaluate(self.best, first))
         await self._evaluate(self.best, list(range(len(self.dev.examples))))
         self.best.rung = len(rung_sizes(self.settings.minibatch, len(self.dev.examples))) - 1
         self._new_best(self.best)
@@ -194,7 +196,18 @@ class Search:
         self._emit("finished", message=f"search stopped: {self.stopped}")
         return self.best
 
-    async def _evaluate(self, candidate: Candidate, indices: list[int]) -> None:
+    def _check_alive(self, results: list[Evaluated]) -> None:
+        """Stop before spending the budget when no run of the first minibatch succeeds."""
+        failed = [done for done in results if done.result.outcome.status != "succeeded"]
+        if not results or len(failed) < len(results):
+            return
+        first = failed[0]
+        raise NothingSucceeds(
+            f"all {len(results)} runs of the first dev minibatch failed, so the search stopped; "
+            f"the first error ({self.dev.path} row {first.example.line}): {first.result.outcome.error}"
+        )
+
+    async def _evaluate(self, candidate: Candidate, indices: list[int]) -> list[Evaluated]:
         assert candidate.plan is not None
         todo = [i for i in indices if i not in candidate.scores]
         results = await self.evaluator.run(candidate.plan, [self.dev.examples[i] for i in todo])
@@ -207,6 +220,7 @@ class Search:
             if done.result.outcome.run_id:
                 candidate.runs[index] = done.result.outcome.run_id
         self._emit("evaluated", candidate=candidate.id, examples=candidate.examples)
+        return results
 
     async def _bootstrap(self) -> None:
         """Run the baseline on train examples; keep the traces for demos and the proposer."""

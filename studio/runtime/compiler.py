@@ -21,6 +21,7 @@ from studio.flow import paths, templates
 from studio.flow.loader import Document
 from studio.flow.refs import FLOW_INPUTS, Ref, looks_like_ref, parse_value, refs_in
 from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec, load_flow, parse
+from studio.flow.suggest import first_problem, unknown_key
 from studio.node import Node, SubFlowSignature, TemplateInputs
 from studio.runtime import registry
 from studio.types import ANY, PortType, accepts, parse_type, type_of_value
@@ -126,9 +127,10 @@ class _Compiler:
         try:
             config = node_type.Config.model_validate(spec.config)
         except ValidationError as err:
-            first = err.errors(include_url=False)[0]
+            first = first_problem(err.errors(include_url=False))
             loc = [str(p) for p in first["loc"]]
-            message = f"unknown config field {loc[-1]!r}" if first["type"] == "extra_forbidden" else first["msg"]
+            unknown = first["type"] == "extra_forbidden"
+            message = unknown_key(node_type.Config, first["loc"], "config field") if unknown else first["msg"]
             raise self.fail(message, "nodes", node_id, "config", *loc, node=node_id) from None
         node = node_type(config, flow_dir=self.flow.base_dir, sub_flows=sub_flow_signature)
         try:
@@ -235,6 +237,11 @@ class _Compiler:
         for name in names - {FLOW_INPUTS}:
             if name not in self.instances:
                 raise self.fail(f"`when` reads {name!r}, which is not a node id or `inputs`", *where, node=node_id)
+        scope: dict[str, set[str] | None] = {FLOW_INPUTS: set(self.input_types)}
+        scope.update({n: set(self.instances[n].output_ports()) for n in names - {FLOW_INPUTS}})
+        problem = templates.expression_problem(when, scope)
+        if problem:
+            raise self.fail(f"`when` {problem}", *where, node=node_id)
         return names - {FLOW_INPUTS}
 
     def _after_deps(self, node_id: str, after: list[str]) -> set[str]:

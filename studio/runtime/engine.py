@@ -162,6 +162,8 @@ class _Shared:
     summaries: list[StepSummary] = field(default_factory=list)
     mcp: McpSessions = field(default_factory=McpSessions)
     """The run's MCP sessions, closed when the run ends."""
+    clients: dict[tuple[str, str], ModelClient] = field(default_factory=dict)
+    """One client per model setting for the whole run, so a scripted model's turns carry into sub-flows."""
 
 
 class _Graph:
@@ -189,12 +191,13 @@ class _Graph:
         self.waiting: list[str] = []
         self.semaphore = asyncio.Semaphore(shared.options.max_concurrency or shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
-        self._clients: dict[str, ModelClient] = {}
 
     def client(self, alias: str) -> ModelClient:
-        if alias not in self._clients:
-            self._clients[alias] = client_for(self.plan.models[alias], self.plan.flow.base_dir)
-        return self._clients[alias]
+        spec, base_dir = self.plan.models[alias], self.plan.flow.base_dir
+        key = (spec.model_dump_json(), str(base_dir))
+        if key not in self.shared.clients:
+            self.shared.clients[key] = client_for(spec, base_dir)
+        return self.shared.clients[key]
 
     def value(self, ref: Ref) -> Any:
         if ref.node == FLOW_INPUTS:

@@ -140,7 +140,9 @@ class BoundLLM:
         return ToolReply(text=completion.text, calls=calls, completion=completion)
 
     async def _with_retries(self, alias: str, spec: ModelSpec, request: Request) -> Completion:
-        key = cache_key(spec, request, self.client(alias)) if self.cache else None
+        client = self.client(alias)
+        cacheable = self.cache is not None and getattr(client, "cacheable", True)
+        key = cache_key(spec, request, client) if cacheable else None
         if key and self.cache and (hit := self.cache.cache_get(key)):
             completion = Completion(
                 text=hit["text"],

@@ -13,9 +13,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from studio.errors import ErrorKind
+from studio.errors import ErrorKind, InputError
 
 RunStatus = Literal["running", "succeeded", "failed", "waiting", "cancelled"]
+IdKind = Literal["run", "experiment"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 
 
@@ -328,6 +329,10 @@ class Store(RunStore, LLMCache, ExperimentStore, Protocol):
         """Release the store (the SQLite connection); nothing is lost."""
         ...
 
+    def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
+        """Up to `limit` run or experiment ids that start with `prefix`, sorted (read-only)."""
+        ...
+
 
 def step_row(step: StepRecord) -> dict[str, Any]:
     """One entry of `flowstudio trace RUN_ID --json`."""
@@ -345,3 +350,18 @@ def step_row(step: StepRecord) -> dict[str, Any]:
         "cached": step.cached,
         "reused": step.reused,
     }
+
+
+def resolve_id(store: Store, kind: IdKind, given: str) -> str:
+    """The one id `given` is, or the unique id it begins; InputError naming the others otherwise."""
+    found = store.ids_with_prefix(kind, given, limit=4)
+    if given in found:
+        return given
+    if len(found) == 1:
+        return found[0]
+    field = "RUN_ID" if kind == "run" else "EXPERIMENT_ID"
+    if not found:
+        where = f" in {store.path}" if hasattr(store, "path") else ""
+        raise InputError(f"no {kind} {given!r}{where} (nor one whose id begins so)", field=field)
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    raise InputError(f"{given!r} begins more than one {kind} id ({shown}); give more characters", field=field)

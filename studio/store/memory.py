@@ -10,6 +10,7 @@ from studio import secrets
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
+    IdKind,
     QuickWrites,
     RunFilter,
     RunRecord,
@@ -118,6 +119,10 @@ class MemoryStore(QuickWrites):
         runs = [r for r in self._runs.values() if r.experiment_id == experiment_id]
         runs.sort(key=lambda r: r.started_at)
         return [copy.deepcopy(r) for r in runs]
+
+    def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
+        ids = self._runs if kind == "run" else self._experiments
+        return sorted(i for i in ids if i.startswith(prefix))[:limit]
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
         where = where or RunFilter()

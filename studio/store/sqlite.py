@@ -14,7 +14,16 @@ from typing import Any, TypeVar
 import sqlite_utils
 
 from studio import secrets
-from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import (
+    CallRecord,
+    ExperimentRecord,
+    IdKind,
+    RunFilter,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    now,
+)
 from studio.store.group import GroupWriter, Write
 
 SCHEMA_VERSION = 1
@@ -304,6 +313,11 @@ class SQLiteStore:
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         sql = "SELECT * FROM runs WHERE experiment_id = ? ORDER BY started_at, rowid"
         return [_from_row(RunRecord, row) for row in self.db.query(sql, [experiment_id])]
+
+    def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
+        table, column = ("runs", "run_id") if kind == "run" else ("experiments", "experiment_id")
+        sql = f"SELECT {column} FROM {table} WHERE substr({column}, 1, ?) = ? ORDER BY {column} LIMIT ?"
+        return [row[0] for row in self.conn.execute(sql, (len(prefix), prefix, limit))]
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
         clause, params = _where(where)

@@ -9,7 +9,7 @@ from pathlib import Path
 from studio.editor.editor import Editor
 from studio.editor.fields import config_fields
 from studio.editor.ports import node_ports
-from studio.flow.schema import flow_schema
+from studio.runtime.nodedoc import full_schema
 from tests.conftest import FLOWS
 
 
@@ -54,5 +54,5 @@ def test_the_inspector_and_the_schema_know_the_new_nodes() -> None:
     assert config_fields("chat.append")[0].choices == ("system", "user", "assistant")
     assert "collect" in {f.key for f in config_fields("control.loop")}
     assert "optional" in {f.key for f in config_fields("text.template")}
-    listed = flow_schema()["$defs"]["NodeSpec"]["properties"]["type"]["examples"]
+    listed = full_schema()["$defs"]["NodeSpec"]["properties"]["type"]["examples"]
     assert {"control.switch", "control.join", "chat.append"} <= set(listed)

@@ -68,3 +68,10 @@ def test_bad_script_file_names_file_and_line(tmp_path: Path) -> None:
     assert caught.value.line == 3 and caught.value.file == str(script)
     with pytest.raises(SpecError, match="not found"):
         from_spec(ModelSpec(model="scripted/missing.yaml"), tmp_path)
+
+
+async def test_replies_are_given_in_turn_and_the_last_repeats() -> None:
+    model = ScriptedModel([ScriptRule(match="judge", replies=["weak", "good"]), ScriptRule(reply="other")])
+    answers = [(await model.complete(Request(prompt=p))).text for p in ("judge it", "hello", "judge it", "judge")]
+    assert answers == ["weak", "other", "good", "good"]
+    assert model.cacheable is False and ScriptedModel([ScriptRule(reply="x")]).cacheable is True

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from studio.store import MemoryStore, SQLiteStore
-from studio.store.base import CallRecord, RunRecord, StepRecord
+from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord
 
 Store = MemoryStore | SQLiteStore
 
@@ -126,3 +128,22 @@ async def test_the_engines_writes_equal_the_plain_ones(store: Store) -> None:
     assert store.flow_text("r1") == "flowstudio: 1\n"
     assert [s.node for s in store.steps("r1")] == ["a"]
     assert store.cache_get("k") == {"text": "yo"}  # a posted put is durable by the next committed write
+
+
+def test_ids_resolve_from_unique_prefixes(store: Store) -> None:
+    from studio.errors import InputError
+    from studio.store.base import resolve_id
+
+    for run_id in ("abc123", "abd456", "ab"):
+        store.create_run(_run(run_id))
+    store.create_experiment(ExperimentRecord(experiment_id="e1f2", kind="batch", flow="f"))
+    assert store.ids_with_prefix("run", "ab", limit=5) == ["ab", "abc123", "abd456"]
+    assert resolve_id(store, "run", "abc") == "abc123"
+    assert resolve_id(store, "run", "ab") == "ab"  # a whole id wins over the longer ones it begins
+    assert resolve_id(store, "experiment", "e1") == "e1f2"
+    with pytest.raises(InputError, match="more than one run"):
+        resolve_id(store, "run", "a")
+    with pytest.raises(InputError, match="no run 'zz'"):
+        resolve_id(store, "run", "zz")
+    with pytest.raises(InputError, match="no experiment"):
+        resolve_id(store, "experiment", "abc")

@@ -1,0 +1,47 @@
+"""An exported package installs in a fresh virtualenv by its own printed instructions, nothing else known."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FLOWS, FLOWSTUDIO, SCRIPTS
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    exported = subprocess.run(
+        [FLOWSTUDIO, "export", str(FLOWS / "ticket-triage.yaml"), "--out", "dist/ticket-triage"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    (install,) = [line.split(": ", 1)[1] for line in exported.stdout.splitlines() if line.startswith("install it with")]
+    assert install.startswith("pip install ")
+
+    subprocess.run([sys.executable, "-m", "venv", "venv"], cwd=tmp_path, check=True, timeout=300)
+    # Exactly what a user does: activate the virtualenv, paste the printed command.
+    shell = f". venv/bin/activate && {install}"
+    done = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+    script = tmp_path / "venv" / "bin" / "ticket-triage"
+    model = f"default=scripted/{SCRIPTS / 'triage.yaml'}"
+    ran = subprocess.run(
+        [script, "--input", "ticket=12345", "--model", model, "--json"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    body = json.loads(ran.stdout)
+    assert body["status"] == "succeeded" and body["outputs"]["category"] == "billing"
+    where = subprocess.run(
+        [tmp_path / "venv" / "bin" / "python", "-c", "import studio; print(studio.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), "flowstudio came from the wheel, not the tree"
