@@ -8,6 +8,7 @@ from typing import Any
 
 from studio.errors import InputError
 from studio.flow.spec import Flow
+from studio.flow.values import MAX_DEPTH, json_depth
 from studio.types import parse_type, value_from_text
 
 EXTRA_ALIASES = ("judge", "proposer")
@@ -19,7 +20,12 @@ def typed_inputs(flow: Flow, texts: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, text in texts.items():
         spec = flow.spec.inputs.get(name)
-        values[name] = text if spec is not None and _is_text(spec.type) else value_from_text(text)
+        if spec is not None and _is_text(spec.type):
+            values[name] = text
+        elif json_depth(text) > MAX_DEPTH:
+            raise InputError(f"-i {name}: JSON nested deeper than {MAX_DEPTH} levels", field="-i")
+        else:
+            values[name] = value_from_text(text)
     return values
 
 

@@ -6,6 +6,7 @@ litellm's offline tables (`get_supported_openai_params`, `supports_function_call
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -48,10 +49,18 @@ class Capabilities:
         return [name for name, present in flags.items() if present]
 
 
+def import_litellm() -> Any:
+    """Import litellm with its offline price map, so it never reaches for the network."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
 def provider_of(model: str) -> str:
     """litellm's provider of a model string; `unknown` when litellm cannot tell."""
-    from studio.models.litellm_client import import_litellm
-
     try:
         return str(import_litellm().get_llm_provider(model)[1])
     except Exception:
@@ -61,8 +70,6 @@ def provider_of(model: str) -> str:
 @lru_cache(maxsize=256)
 def from_litellm(model: str) -> Capabilities:
     """The capabilities litellm's offline tables give `model`."""
-    from studio.models.litellm_client import import_litellm
-
     litellm = import_litellm()
     provider = provider_of(model)
     bare = model.split("/", 1)[1] if model.startswith(f"{provider}/") else model

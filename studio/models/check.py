@@ -41,7 +41,7 @@ def prices(spec: ModelSpec) -> tuple[float | None, float | None]:
         return (spec.input_cost_per_token or 0.0) * 1000, (spec.output_cost_per_token or 0.0) * 1000
     if spec.model.startswith(("local/", "scripted")):
         return 0.0, 0.0
-    from studio.models.litellm_client import import_litellm
+    from studio.models.capabilities import import_litellm
 
     try:
         info = import_litellm().get_model_info(spec.model)

@@ -8,7 +8,7 @@ from typing import Any
 
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, Request
-from studio.models.litellm_client import import_litellm
+from studio.models.capabilities import import_litellm
 
 PROVIDERS = ("local", "scripted")
 

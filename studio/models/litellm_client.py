@@ -12,7 +12,7 @@ from studio import secrets
 from studio.errors import ErrorKind
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request, TokenSink
-from studio.models.capabilities import Capabilities, from_litellm
+from studio.models.capabilities import Capabilities, from_litellm, import_litellm
 
 _ENV_PREFIX = "$env."
 MAX_TOP_LOGPROBS_CHAT = 20
@@ -38,16 +38,6 @@ NO_KEY_NEEDED = "no-key"
 """Sent as the key to a self-hosted server (`api_base`) when none is configured: the client
 libraries insist on one, the server ignores it."""
 _SECRETISH = re.compile(r"\b(sk-[A-Za-z0-9_\-]{8,}|[A-Za-z0-9_\-]{32,})\b")
-
-
-def import_litellm() -> Any:
-    """Import litellm with its offline price map, so it never reaches for the network."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    litellm.telemetry = False
-    litellm.suppress_debug_info = True
-    return litellm
 
 
 def resolve_secret(value: str | None) -> str | None:

@@ -5,6 +5,21 @@ Jaeger or any OTLP collector can read them. Nothing here is imported unless an e
 configured (`OTEL_EXPORTER_OTLP_ENDPOINT`, `--otlp URL`); the engine never imports it.
 """
 
-from studio.telemetry.setup import ENDPOINT_ENV, capture_content, endpoint_from_env, hooks_from_env
+from typing import Any
+
+from studio.telemetry.setup import ENDPOINT_ENV, capture_content, endpoint_from_env, missing_extra, say
 
 __all__ = ["ENDPOINT_ENV", "capture_content", "endpoint_from_env", "hooks_from_env"]
+
+
+def hooks_from_env() -> list[Any]:
+    """The engine hooks the environment asks for: an OTLP exporter when an endpoint is set."""
+    url = endpoint_from_env()
+    if not url:
+        return []
+    try:
+        from studio.telemetry.hook import OtelHook
+    except ImportError:
+        say(missing_extra())
+        return []
+    return [OtelHook(url)]

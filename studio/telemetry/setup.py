@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -37,16 +36,3 @@ def say(message: str) -> None:
 
 def missing_extra() -> str:
     return "OpenTelemetry export needs the otel extra: pip install 'flowstudio[otel]'"
-
-
-def hooks_from_env() -> list[Any]:
-    """The engine hooks the environment asks for: an OTLP exporter when an endpoint is set."""
-    url = endpoint_from_env()
-    if not url:
-        return []
-    try:
-        from studio.telemetry.hook import OtelHook
-    except ImportError:
-        say(missing_extra())
-        return []
-    return [OtelHook(url)]

@@ -19,12 +19,12 @@ from studio.app.flow_tables import (
 from studio.editor.editor import Editor
 from studio.editor.fields import as_yaml, changes, config_fields
 from studio.errors import FlowError
-from tests.conftest import FLOWS
+from tests.conftest import FIXTURES, FLOWS
 
 
 @pytest.fixture
 def route(tmp_path: Path) -> Editor:
-    shutil.copy(FLOWS / "route-question.yaml", tmp_path / "route-question.yaml")
+    shutil.copy(FIXTURES / "route-guarded.yaml", tmp_path / "route-question.yaml")
     return Editor(tmp_path / "route-question.yaml")
 
 
@@ -75,7 +75,7 @@ def test_a_bad_template_keeps_the_node_s_last_valid_ports(route: Editor) -> None
     route.edit_config("chat", {"prompt": "{{ question "})
     chat = _node(route, "chat")
     assert chat["outputs"] == [{"name": "text", "type": "str"}]
-    assert [p["name"] for p in chat["inputs"]] == ["question"]
+    assert [p["name"] for p in chat["inputs"]] == ["question", "messages"]  # messages: llm.generate's optional turns
     assert chat["errors"] and "end of template" in chat["errors"][0]
 
 
