@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import evaluate, export, flows, index, launch, models, optimize, running, runs
+from studio.cli import blame, evaluate, export, flows, index, launch, models, optimize, running, runs
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,6 +34,7 @@ for command in (
     evaluate.batch,
     evaluate.experiments,
     optimize.optimize,
+    blame.blame,
     launch.studio,
     index.index,
     export.export,

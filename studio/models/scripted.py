@@ -7,6 +7,7 @@ line, a record kept outside the store (crash drills count calls with it).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -56,6 +57,8 @@ class ScriptedModel:
             pattern = self._patterns[index]
             if pattern is not None and not pattern.search(text):
                 continue
+            if not _drawn(rule, request, index):
+                continue
             if rule.delay_s:
                 await asyncio.sleep(rule.delay_s)
             if rule.error is not None and self._should_fail(index, rule):
@@ -86,6 +89,15 @@ class ScriptedModel:
         tokens_in, tokens_out = count_tokens(prompt), count_tokens(reply)
         cost = tokens_in * self.input_cost + tokens_out * self.output_cost
         return Completion(text=reply, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost)
+
+
+def _drawn(rule: ScriptRule, request: Request, index: int) -> bool:
+    """Whether a rule with a `chance` answers this sample: a hash of prompt, seed and rule."""
+    if rule.chance is None or request.temperature <= 0:
+        return True
+    seed = request.extra.get("seed", 0)
+    digest = hashlib.sha256(f"{seed}|{index}|{request.text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rule.chance
 
 
 def _calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -10,7 +10,11 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from studio.errors import NodeError
@@ -23,6 +27,33 @@ from studio.store.base import CallRecord, now
 DEFAULT_MAX_TOKENS = 256
 TRANSIENT = {"rate_limit", "timeout", "server", "bad_json"}
 MAX_DELAY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A counterfactual draw of one node's model calls (blame): a temperature and a seed."""
+
+    temperature: float
+    seed: int
+
+
+_SAMPLING: ContextVar[Mapping[str, Sample]] = ContextVar("flowstudio_sampling", default=MappingProxyType({}))
+
+
+@contextmanager
+def sampling(draws: Mapping[str, Sample]) -> Iterator[None]:
+    """Within this block, calls made by a top-level node named in `draws` (its sub-flow steps
+    included) are sampled at that temperature with that seed; runs started inside inherit it."""
+    token = _SAMPLING.set(dict(draws))
+    try:
+        yield
+    finally:
+        _SAMPLING.reset(token)
+
+
+def _drawn(node_id: str) -> Sample | None:
+    top = node_id.split(".", 1)[0].split("[", 1)[0]
+    return _SAMPLING.get().get(top)
 
 
 class Cache(Protocol):
@@ -97,6 +128,8 @@ class BoundLLM:
     ) -> Completion:
         """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
         errors, kind = [], "model_error"
+        if draw := _drawn(self.node_id):
+            temperature, extra = draw.temperature, {**(extra or {}), "seed": draw.seed}
         for alias in [self.alias, *self.models[self.alias].fallbacks]:
             spec = self.models[alias]
             request = build_request(
