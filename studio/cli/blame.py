@@ -72,19 +72,16 @@ def _print(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from studio.evaluate.blame import culprit_rows
+
     console = Console()
     runs = result["runs"]
     if not runs:
         console.print("No failing examples: nothing to blame.")
         return
     table = Table("example", "run", "culprit", "blame", "interval", "calls")
-    for run in runs.values():
-        top = run["nodes"][0] if run["nodes"] else None
-        culprit = run["culprit"] or "(none found)"
-        blame = f"{top['flips']}/{top['samples']}" if top else "-"
-        interval = f"{top['low']:.2f}-{top['high']:.2f}" if top else "-"
-        example = "-" if run["example"] is None else str(run["example"])
-        table.add_row(example, run["run_id"], culprit, blame, interval, str(run["calls"]))
+    for row in culprit_rows(result):
+        table.add_row(*("-" if v is None else str(v) for v in row.values()))
     console.print(table)
     culprits = ", ".join(f"{node} ({count})" for node, count in result["culprits"].items()) or "none"
     console.print(

@@ -337,3 +337,32 @@ async def blame_all(store: Store, failing: list[Failing], options: BlameOptions 
         blame.example = item.example
         blames.append(blame)
     return blames
+
+
+def blame_of_experiment(store: Store, experiment_id: str) -> dict[str, Any] | None:
+    """The latest stored blame of a batch experiment (or a blame's own summary), for the studio."""
+    own = store.get_experiment(experiment_id)
+    if own is not None and own.kind == KIND:
+        return own.summary
+    for experiment in store.list_experiments(limit=200, kind=KIND):
+        if experiment.config.get("target") == experiment_id and experiment.summary:
+            return experiment.summary
+    return None
+
+
+def culprit_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per blamed run: its example, the likely culprit, its blame and interval, the calls."""
+    rows = []
+    for run in (summary.get("runs") or {}).values():
+        top = run["nodes"][0] if run["nodes"] else None
+        rows.append(
+            {
+                "example": run["example"],
+                "run": run["run_id"],
+                "culprit": run["culprit"] or "(none found)",
+                "blame": f"{top['flips']}/{top['samples']}" if top else "-",
+                "interval": f"{top['low']:.2f}-{top['high']:.2f}" if top else "-",
+                "calls": run["calls"],
+            }
+        )
+    return rows

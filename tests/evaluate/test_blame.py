@@ -144,3 +144,41 @@ def test_cli_blames_a_single_run_given_the_right_answer(cli: CLI, tmp_path: Path
     assert missing.code == 2 and "--expect" in missing.err
     unknown = cli("blame", "nosuchthing", "--db", db)
     assert unknown.code == 2 and "nosuchthing" in unknown.err
+
+
+def _trace_page() -> None:
+    from studio.app.trace_page import render
+
+    render()
+
+
+def _experiments_page() -> None:
+    from studio.app.experiments_page import render
+
+    render()
+
+
+async def test_the_studio_shows_the_likely_culprit(
+    experiment: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    db, experiment_id = experiment
+    store = SQLiteStore(db)
+    failing = lib.failing_of_experiment(store, experiment_id)
+    options = lib.BlameOptions(samples=6)
+    blames = await lib.blame_all(store, failing, options)
+    lib.save(store, blames, flow="three-step", target=experiment_id, options=options)
+    store.close()
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    trace = AppTest.from_function(_trace_page, default_timeout=30)
+    trace.query_params["run"] = blames[0].run_id
+    trace.run()
+    assert not trace.exception, trace.exception
+    assert any(w.value.startswith("Likely culprit: `check`") for w in trace.warning)
+    page = AppTest.from_function(_experiments_page, default_timeout=30)
+    page.query_params["experiment"] = experiment_id
+    page.run()
+    assert not page.exception, page.exception
+    table = next(t.value for t in page.dataframe if "culprit" in t.value.columns)
+    assert list(table["culprit"]) == ["check"] and list(table["example"]) == [0]
