@@ -59,10 +59,20 @@ def _rule(match: str, reply: str, chance: float | None = None) -> dict[str, Any]
     return rule
 
 
+REPAIR = [0.0]
+"""Set by --repair: the share of samples in which a node fed a wrong value still answers right
+(a confounder: re-sampling a node downstream of the culprit then fixes the answer too)."""
+
+
 def _step(node: str, given: str, right: str, faulty: bool, chance: float) -> list[dict[str, Any]]:
-    """A node's rules for one prompt: the fault first (when injected), then the right reply."""
+    """A node's rules for one prompt: the fault first (when injected), then the right reply; with
+    --repair, a wrong input (`bad-...`) is answered right in that share of samples (never greedily)."""
     match = f"^{node}: {re.escape(given)}$"
     rules = [_rule(match, f"bad-{node}-{right}", chance)] if faulty else []
+    if REPAIR[0] > 0:
+        pieces = [r"(?:bad-[A-Z]-)?" + re.escape(piece) for piece in given.split(" ")]
+        bad = f"^{node}: (?=.*bad-)" + r"\ ".join(pieces) + "$"
+        rules += [_rule(bad, f"wrong-{node}", round(1 - REPAIR[0], 3)), _rule(bad, right)]
     return [*rules, _rule(match, right)]
 
 
@@ -293,7 +303,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--samples", type=int, default=lib.DEFAULT_SAMPLES, help="Re-samples per node.")
     parser.add_argument("--shapes", default=",".join(SHAPES))
+    parser.add_argument("--repair", type=float, default=0.0, help="Share of samples a wrong input is fixed in.")
     args = parser.parse_args()
+    REPAIR[0] = args.repair
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):

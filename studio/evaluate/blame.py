@@ -195,24 +195,52 @@ async def blame_run(
     blame = RunBlame(record.run_id, base, nodes)
     if base >= 1 or not nodes:
         return blame
-    rounds = options.samples
     seed = 0
-    while seed < rounds:
-        seed += 1
-        for node in nodes:
-            if blame.calls >= options.budget_calls:
-                break
-            outputs, calls = await counterfactual(store, plan, record, node.node, seed, options.temperature)
-            node.samples += 1
-            node.calls += calls
-            blame.calls += calls
-            if outputs is not None and await score(outputs) >= 1:
-                node.flips += 1
-        if seed == rounds and rounds == options.samples and not any(n.flips for n in nodes):
-            rounds *= 2  # nothing flipped yet: look twice as hard before giving up
-        if blame.calls >= options.budget_calls:
+    while seed < options.samples * (1 if any(n.flips for n in nodes) or seed < options.samples else 2):
+        seed += 1  # every node in turn; twice as many rounds when nothing flipped yet
+        if not await _sample(store, plan, record, score, options, blame, nodes, seed):
+            return _ranked(blame, plan)
+    extra = 0
+    while extra < options.samples * 2 and _undecided(_ranked(blame, plan).nodes):
+        extra += 1  # the two most blamed overlap: sample just those until they separate
+        if not await _sample(store, plan, record, score, options, blame, blame.nodes[:2], seed + extra):
             break
-    nodes.sort(key=lambda n: (-n.score, -n.interval()[0], plan.order.index(n.node)))
+    return _ranked(blame, plan)
+
+
+async def _sample(
+    store: Store,
+    plan: Plan,
+    record: RunRecord,
+    score: Score,
+    options: BlameOptions,
+    blame: RunBlame,
+    nodes: list[NodeBlame],
+    seed: int,
+) -> bool:
+    """One counterfactual of each of `nodes`; False once the budget is spent."""
+    for node in nodes:
+        if blame.calls >= options.budget_calls:
+            return False
+        outputs, calls = await counterfactual(store, plan, record, node.node, seed, options.temperature)
+        node.samples += 1
+        node.calls += calls
+        blame.calls += calls
+        if outputs is not None and await score(outputs) >= 1:
+            node.flips += 1
+    return blame.calls < options.budget_calls
+
+
+def _undecided(nodes: list[NodeBlame]) -> bool:
+    """Whether the runner-up flipped the answer too and its interval still overlaps the top one's."""
+    if len(nodes) < 2 or not nodes[1].flips:
+        return False
+    return nodes[0].interval()[0] < nodes[1].interval()[1]
+
+
+def _ranked(blame: RunBlame, plan: Plan) -> RunBlame:
+    """Most blamed first: by flip rate, then the interval's lower end, then upstream first."""
+    blame.nodes.sort(key=lambda n: (-n.score, -n.interval()[0], plan.order.index(n.node)))
     return blame
 
 
