@@ -129,6 +129,8 @@ def test_cli_blames_an_experiment_and_the_studio_finds_it(cli: CLI, experiment: 
     store.close()
     table = cli("blame", experiment_id, "--db", str(db), "--example", "0")
     assert table.code == 0 and "check" in table.out
+    alone = cli("blame", run["run_id"], "--db", str(db), "--json")  # a run of the experiment: its metric
+    assert alone.code == 0 and alone.json()["runs"][run["run_id"]]["culprit"] == "check"
 
 
 def test_cli_blames_a_single_run_given_the_right_answer(cli: CLI, tmp_path: Path) -> None:
