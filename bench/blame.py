@@ -129,7 +129,7 @@ def _agent(token: str, fault: str | None, chance: float) -> list[dict[str, Any]]
     rules.append(_rule(ask, f"Action: calculator\nInput: {x} * {y}"))
     for value in (x * y, x * (y + 1)):
         rules.append(_rule(f"Observation: {value}\\n$", f"Answer: {value}"))
-    rules += _step("C", str(x * y), f"c-{token}", fault == "c", chance)
+    rules += _step("C", f"{x * y} for {token}", f"c-{token}", fault == "c", chance)  # unique per example
     return rules
 
 
@@ -216,7 +216,7 @@ SHAPE_TABLE: dict[str, Shape] = {
     inputs: {task: $a.text}
     config: {tools: [calculator], max_turns: 4}
 """
-        + _generate("c", "v: $g.answer", "C: {{ v }}"),
+        + _generate("c", "v: $g.answer, x: $inputs.x", "C: {{ v }} for {{ x }}"),
         ("a", "g", "c"),
         _agent,
         lambda t: {"x": t},
