@@ -7,6 +7,7 @@ import streamlit as st
 from studio.app import optimize_panel
 from studio.app.settings import open_store
 from studio.app.widgets import ident, runs_table
+from studio.evaluate.blame import blame_of_experiment, culprit_rows
 from studio.store.base import RunFilter
 from studio.viewer import example_rows, experiment_rows
 
@@ -34,6 +35,7 @@ def render() -> None:
         where = RunFilter(experiment_id=chosen)
         total = store.count_runs(where)
         runs = list(reversed(store.query_runs(where, limit=EXAMPLES)))
+        blamed = blame_of_experiment(store, chosen)
     if experiment is None:
         return
     st.subheader(f"{experiment.kind} of {ident(experiment.flow)}")
@@ -46,6 +48,9 @@ def render() -> None:
         st.json(experiment.summary or {}, expanded=1)
     if experiment.kind == "optimize":
         optimize_panel.render(experiment.summary or {}, experiment.flow)
+    if blamed and blamed.get("runs"):
+        st.markdown("**Likely culprits** (`flowstudio blame`: counterfactual re-runs of each failing example)")
+        st.dataframe(culprit_rows(blamed), hide_index=True, key="blame_table")
     st.markdown(
         f"**Examples** ({total} run{'s' if total != 1 else ''}{', first ' + str(EXAMPLES) if total > EXAMPLES else ''})"
     )

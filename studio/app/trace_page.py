@@ -8,6 +8,7 @@ from studio.app import trace_parts
 from studio.app.resume_panel import waiting_panel
 from studio.app.settings import open_store
 from studio.app.widgets import duration, ident
+from studio.evaluate.blame import blame_of_run
 from studio.store.base import RunFilter, RunRecord
 from studio.viewer import find_failure, load_trace, parse_step_name, run_dot, seconds, top_node
 from studio.viewer.trace import Trace
@@ -89,8 +90,12 @@ def render() -> None:
         failure = find_failure(trace)
         if failure is not None:
             trace_parts.failure_box(failure)
+        blamed = blame_of_run(store, run_id)
+        if blamed is not None:
+            trace_parts.blame_box(blamed)
         failing = failure.step.node if failure and failure.step else None
         cause = failure.cause.node if failure and failure.cause and failure.cause.step else None
+        cause = cause or (blamed or {}).get("culprit")
         graph = st.container()
         node = _pick_node(trace, top_node(failing) if failing else None)
         with graph:

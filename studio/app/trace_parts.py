@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from studio.app.widgets import duration, ident, legend, money, show_value
@@ -42,6 +44,25 @@ def failure_box(failure: Failure) -> None:
         show_value(cause.output)
         if len(failure.upstream) > 1:
             st.caption("Also read from: " + ", ".join(ident(n) for n in failure.upstream[1:]))
+
+
+def blame_box(blamed: dict[str, Any]) -> None:
+    """The likely culprit of a wrong answer, from a stored `flowstudio blame`."""
+    with st.container(border=True):
+        nodes = blamed.get("nodes") or []
+        if not blamed.get("culprit"):
+            st.info(f"Blame found no culprit: no re-sampled node turned the answer right ({blamed['calls']} calls).")
+            return
+        top = nodes[0]
+        st.warning(
+            f"Likely culprit: {ident(top['node'])}: re-sampling it made the answer right in "
+            f"{top['flips']} of {top['samples']} re-runs (95% {top['low']:.2f}-{top['high']:.2f})"
+        )
+        st.caption(
+            "Counterfactual re-runs (`flowstudio blame`): "
+            + ", ".join(f"{ident(n['node'])} {n['flips']}/{n['samples']}" for n in nodes)
+            + f"; {blamed['calls']} calls."
+        )
 
 
 def graph(source: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import evaluate, export, flows, index, launch, mcp, models, optimize, running, runs, serve
+from studio.cli import blame, evaluate, export, flows, index, launch, mcp, models, optimize, running, runs, serve
 from studio.cli.hardening import GuardedGroup
 
 
@@ -35,6 +35,7 @@ for command in (
     evaluate.batch,
     evaluate.experiments,
     optimize.optimize,
+    blame.blame,
     launch.studio,
     index.index,
     export.export,

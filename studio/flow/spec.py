@@ -73,6 +73,9 @@ class ScriptRule(_Strict):
     """Fail instead of answering."""
     delay_s: float = 0.0
     """Seconds to wait before answering, to imitate latency."""
+    chance: float | None = Field(default=None, ge=0, le=1)
+    """At temperature > 0, the share of samples this rule answers (drawn from the prompt and the
+    request's `seed`), else the next rule is tried; at temperature 0 it always answers."""
 
 
 class ModelSpec(_Strict):

@@ -7,6 +7,7 @@ line, a record kept outside the store (crash drills count calls with it).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -59,6 +60,8 @@ class ScriptedModel:
         for index, rule in enumerate(self.rules):
             pattern = self._patterns[index]
             if pattern is not None and not pattern.search(text):
+                continue
+            if not _drawn(rule, request, index):
                 continue
             if rule.delay_s:
                 await asyncio.sleep(rule.delay_s)
@@ -116,6 +119,15 @@ class ScriptedModel:
 def words(text: str) -> list[str]:
     """`text` cut into words that keep their following spacing; they join back to `text`."""
     return re.findall(r"\s*\S+\s*|\s+", text) if text.strip() else ([text] if text else [])
+
+
+def _drawn(rule: ScriptRule, request: Request, index: int) -> bool:
+    """Whether a rule with a `chance` answers this sample: a hash of prompt, seed and rule."""
+    if rule.chance is None or request.temperature <= 0:
+        return True
+    seed = request.extra.get("seed", 0)
+    digest = hashlib.sha256(f"{seed}|{index}|{request.text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < rule.chance
 
 
 def _calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -271,7 +271,12 @@ class Optimization:
                 for point in edge
             ],
             "candidates": [c.row() for c in search.candidates if c.scores],
-            "accepted": [{"candidate": c.id, "move": c.move, **c.accepted} for c in search.candidates if c.accepted],
+            "accepted": [
+                {"candidate": c.id, "move": c.move, "node": search.touched.get(c.id), **c.accepted}
+                for c in search.candidates
+                if c.accepted
+            ],
+            "blamed": dict(search.blamed),
             "dropped_proposals": [d.as_json() for d in search.dropped],
             "plots": [str(path) for path in plots],
             "diff": report.diff(p.flow.text, chosen.text, str(p.flow.path or p.flow.file), str(p.out)),

@@ -94,19 +94,22 @@ def markdown(report: dict[str, Any]) -> str:
 def _accepted(report: dict[str, Any]) -> list[str]:
     rows = report.get("accepted") or []
     lines = ["", "## Accepted changes", ""]
+    if report.get("blamed"):
+        culprits = ", ".join(f"{node} ({count})" for node, count in report["blamed"].items())
+        lines += [f"Blame (counterfactual re-runs of failing bootstrap runs) pointed at: {culprits}.", ""]
     if not rows:
         return [*lines, "None: no candidate beat the input flow by a margin the data resolves."]
     lines += [
         "A change wins on dev only by more than one example's worth; a smaller win is a tie, decided on "
         "held-out train examples. Confidence: one-sided sign test over the examples where the two differ.",
         "",
-        "| candidate | beat | decided on | wins | losses | ties | confidence | change |",
-        "|---|---|---|---|---|---|---|---|",
+        "| candidate | beat | decided on | wins | losses | ties | confidence | node | change |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lines.append(
             f"| {row['candidate']} | {row['versus']} | {row['decided_on']} | {row['wins']} | {row['losses']} | "
-            f"{row['ties']} | {row['confidence']:.3f} | {row['move']} |"
+            f"{row['ties']} | {row['confidence']:.3f} | {row.get('node') or '-'} | {row['move']} |"
         )
     return lines
 

@@ -28,7 +28,9 @@ from itertools import pairwise
 from typing import Any
 
 from studio.errors import FlowError
-from studio.evaluate.datasets import Dataset
+from studio.evaluate.blame import BlameOptions, Score, blame_run
+from studio.evaluate.datasets import Dataset, Example
+from studio.evaluate.metrics import Metric, MetricError
 from studio.flow.spec import Flow
 from studio.optimize import demos as demo_pools
 from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
@@ -47,6 +49,12 @@ Ask = Callable[[str], Awaitable[str | None]]
 PERFECT = 1.0 - 1e-9
 """A best dev score no candidate can beat."""
 ANSWER_KINDS = ("demos", "instructions", "format")
+BLAME_RUNS = 4
+"""Failing bootstrap runs blamed before the first round (flows with several tunable nodes)."""
+BLAME_SAMPLES = 2
+"""Re-samples per candidate node and run (doubled when none flips)."""
+BLAME_CALLS = 120
+"""Model calls blame may spend at most (and a tenth of the remaining budget)."""
 """Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
 
 
@@ -126,6 +134,12 @@ class Search:
         self.dropped: list[Dropped] = []
         """Proposals dropped before they were raced, and why."""
         self.stopped = ""
+        self.touched: dict[str, str | None] = {}
+        """Candidate id → the node its move changed (None: a model alias or the graph)."""
+        self.failing: list[tuple[Example, str]] = []
+        """Bootstrap runs that scored below 1 (example, run id): what blame looks at."""
+        self.blamed: dict[str, int] = {}
+        """Node id → how many failing bootstrap runs blame put on it; its moves are tried first."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
 
     @cached_property
@@ -183,6 +197,7 @@ class Search:
         self._new_best(self.best)
         try:
             await self._bootstrap()
+            await self._blame()
             for number in range(1, self.settings.max_rounds + 1):
                 if await self._perfect():
                     self.stopped = "the score is perfect on dev and on the held-out train examples"
@@ -236,10 +251,33 @@ class Search:
         for done in await self.evaluator.run(self.best.plan, examples):
             self.best.held_out[done.example.index] = done.score
             run_id = done.result.outcome.run_id
+            if run_id and done.score < 1:
+                self.failing.append((done.example, run_id))
             steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
             cut = demo_pools.truncated(self.evaluator.store.calls(run_id)) if run_id else frozenset()
             outcome = done.result.outcome
             self.traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps, cut))
+
+    async def _blame(self) -> None:
+        """On a flow with several tunable nodes, blame a few failing bootstrap runs (counterfactual
+        re-runs, a tenth of the remaining budget at most) so moves aim first at the likely culprits."""
+        if len(tunable_nodes(self.flow)) < 2 or not self.failing:
+            return
+        remaining = self.meter.remaining
+        share = BLAME_CALLS if remaining is None else min(BLAME_CALLS, remaining // 10)
+        runs = self.failing[:BLAME_RUNS]
+        if share < len(runs):
+            return
+        self._emit("blame", message=f"blaming {len(runs)} failing bootstrap runs")
+        options = BlameOptions(samples=BLAME_SAMPLES, budget_calls=share // len(runs))
+        for example, run_id in runs:
+            record = self.evaluator.store.get_run(run_id)
+            if record is None:
+                continue
+            score = _scorer(self.evaluator.metric, example)
+            blame = await blame_run(self.evaluator.store, record, score, options, plan=self.best.plan)
+            if blame.culprit:
+                self.blamed[blame.culprit] = self.blamed.get(blame.culprit, 0) + 1
 
     async def _round(self, number: int) -> bool:
         """One round; False when there is nothing left to try."""
@@ -394,6 +432,7 @@ class Search:
             labelled = demo_pools.labelled(self.flow, node, self.train)
             bootstrapped = demo_pools.topped_up(node, demo_pools.bootstrapped(node, self.traces), labelled)
             nodes.append(NodeMoves(node, config, model, bootstrapped, labelled, rewrites))
+        nodes.sort(key=lambda nm: -self.blamed.get(nm.node.id, 0))  # blamed nodes' moves first
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
@@ -446,6 +485,7 @@ class Search:
             build(candidate, self.flow, self.models)
         except FlowError:
             return None  # a move the flow does not accept (e.g. a form the node lacks): not a candidate
+        self.touched[candidate.id] = move.node
         return None if candidate.key in self.seen else candidate
 
     def _add(self, candidate: Candidate) -> None:
@@ -470,3 +510,15 @@ class Search:
             cost_usd=self.meter.cost_usd,
             **details,
         )
+
+
+def _scorer(metric: Metric, example: Example) -> Score:
+    """The metric of one example's outputs, 0 where the metric fails."""
+
+    async def score(outputs: dict[str, Any]) -> float:
+        try:
+            return await metric.score(example.row, outputs)
+        except MetricError:
+            return 0.0
+
+    return score

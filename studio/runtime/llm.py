@@ -10,7 +10,11 @@ import hashlib
 import json
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from studio.errors import TRANSIENT, ErrorKind, NodeError
@@ -24,6 +28,33 @@ from studio.store.base import LLMCache as Cache
 
 DEFAULT_MAX_TOKENS = 256
 MAX_DELAY_S = 30.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A counterfactual draw of one node's model calls (blame): a temperature and a seed."""
+
+    temperature: float
+    seed: int
+
+
+_SAMPLING: ContextVar[Mapping[str, Sample]] = ContextVar("flowstudio_sampling", default=MappingProxyType({}))
+
+
+@contextmanager
+def sampling(draws: Mapping[str, Sample]) -> Iterator[None]:
+    """Within this block, calls made by a top-level node named in `draws` (its sub-flow steps
+    included) are sampled at that temperature with that seed; runs started inside inherit it."""
+    token = _SAMPLING.set(dict(draws))
+    try:
+        yield
+    finally:
+        _SAMPLING.reset(token)
+
+
+def _drawn(node_id: str) -> Sample | None:
+    top = node_id.split(".", 1)[0].split("[", 1)[0]
+    return _SAMPLING.get().get(top)
 
 
 def cache_key(spec: ModelSpec, request: Request, client: ModelClient) -> str:
@@ -94,6 +125,8 @@ class BoundLLM:
         """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
         errors: list[str] = []
         kind: ErrorKind = "model_error"
+        if draw := _drawn(self.node_id):
+            temperature, extra = draw.temperature, {**(extra or {}), "seed": draw.seed}
         for alias in [self.alias, *self.models[self.alias].fallbacks]:
             spec = self.models[alias]
             request = build_request(

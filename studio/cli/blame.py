@@ -1,0 +1,89 @@
+"""`blame`: which node made a wrong answer wrong, by counterfactual re-runs."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import click
+
+from studio.cli.common import db_option, friendly, json_option, open_store, pairs, print_json
+
+
+@click.command()
+@click.argument("target", metavar="EXPERIMENT|RUN")
+@click.option(
+    "--example", type=click.IntRange(0), default=None, help="Only this example (its index) of the experiment."
+)
+@click.option(
+    "--budget-calls",
+    type=click.IntRange(1),
+    default=200,
+    show_default=True,
+    help="Model calls each failing run may spend on counterfactual re-runs.",
+)
+@click.option("--samples", type=click.IntRange(1), default=4, show_default=True, help="Re-samples per candidate node.")
+@click.option("--expect", multiple=True, metavar="OUTPUT=VALUE", help="For a RUN in no experiment: the right output.")
+@click.option("--metric", default=None, metavar="NAME", help="With --expect: the metric (default exact).")
+@db_option
+@json_option
+@friendly
+def blame(
+    target: str,
+    example: int | None,
+    budget_calls: int,
+    samples: int,
+    expect: tuple[str, ...],
+    metric: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Name the node most likely to blame for each failing example of an experiment (or one run).
+
+    Each LLM node upstream of the output is re-sampled (temperature > 0) while everything
+    upstream of it is reused; a node's blame is how often that turns the answer right.
+
+    Example: flowstudio blame 3f2a9c1d0b7e4a55 --budget-calls 100
+    """
+    from studio.evaluate import blame as lib
+
+    store = open_store(db)
+    try:
+        if store.get_experiment(target) is not None:
+            failing = lib.failing_of_experiment(store, target, example)
+        else:
+            if example is not None:
+                raise click.BadParameter("--example needs an EXPERIMENT, not a run", param_hint="--example")
+            failing = lib.failing_of_run(store, target, expect=pairs(expect, "--expect", True), metric_name=metric)
+        options = lib.BlameOptions(samples=samples, budget_calls=budget_calls)
+        blames = asyncio.run(lib.blame_all(store, failing, options))
+        flow = failing[0].record.flow if failing else ""
+        saved = lib.save(store, blames, flow=flow, target=target, options=options)
+    finally:
+        store.close()
+    result = {"blame_id": saved, **lib.summary(blames, target)}
+    if as_json:
+        print_json(result)
+    else:
+        _print(result)
+
+
+def _print(result: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from studio.evaluate.blame import culprit_rows
+
+    console = Console()
+    runs = result["runs"]
+    if not runs:
+        console.print("No failing examples: nothing to blame.")
+        return
+    table = Table("example", "run", "culprit", "blame", "interval", "calls")
+    for row in culprit_rows(result):
+        table.add_row(*("-" if v is None else str(v) for v in row.values()))
+    console.print(table)
+    culprits = ", ".join(f"{node} ({count})" for node, count in result["culprits"].items()) or "none"
+    console.print(
+        f"{result['failing']} failing; likely culprits: {culprits}; {result['calls']} calls. Saved as {result['blame_id']}."
+    )
