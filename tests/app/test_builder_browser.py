@@ -46,6 +46,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (flows / "big.yaml").write_text(big_flow(200), encoding="utf-8")
     (flows / "broken.yaml").write_text(BROKEN, encoding="utf-8")
     shutil.copy(FIXTURES / "commented.yaml", flows / "commented.yaml")
+    shutil.copy(FIXTURES / "route-guarded.yaml", flows / "route-guarded.yaml")  # routing by `when:` guards
     failing = (FIXTURES / "commented.yaml").read_text(encoding="utf-8").replace("name: commented", "name: refusing")
     failing = failing.replace("[{reply: ok}]", "[{error: {kind: auth}}]")
     (flows / "refusing.yaml").write_text(failing, encoding="utf-8")
@@ -159,7 +160,7 @@ def test_small_flows_open_readable_and_big_ones_fit_with_a_minimap(page: Any, fo
 
 
 def test_the_canvas_shows_guards_models_descriptions_sub_flows_and_errors(page: Any, folder: Path) -> None:
-    open_flow(page, folder / "route-question.yaml")
+    open_flow(page, folder / "route-guarded.yaml")
     frame = canvas(page)
     sync_api.expect(frame.get_by_test_id("guard-math")).to_have_text("when route.label == 'math'")
     sync_api.expect(frame.get_by_test_id("model-route")).to_have_text("default")
@@ -262,7 +263,7 @@ def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any,
         for link in ("Runs", "Traces", "Experiments"):
             sync_api.expect(page.get_by_role("link", name=link).last).to_be_visible()
         card = cards.filter(has_text="route-question")
-        sync_api.expect(card).to_contain_text("4 nodes")
+        sync_api.expect(card).to_contain_text("5 nodes")
         sync_api.expect(cards.last.get_by_role("button", name="Copy")).to_be_visible(timeout=WAIT_MS)
         page.wait_for_timeout(500)  # the cards' buttons finish drawing
         shot(page, "home")
