@@ -135,7 +135,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         """Run a flow: `wait` answers 200 and the run, `stream` server-sent events, `background` 202."""
         served = catalog.get(name)
         plan = catalog.plan(served, body.models)
-        options = RunOptions(models=dict(body.models))
+        options = RunOptions(models=dict(body.models), stream=body.mode == "stream")  # tokens only when streamed
 
         async def begin(engine: Engine) -> Any:
             return await engine.run(plan, body.inputs, options=options)

@@ -92,7 +92,7 @@ async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) ->
     plan = served.plan
 
     async def begin(engine: Engine) -> RunResult:
-        return await engine.run(plan, {input_name: text}, options=RunOptions())
+        return await engine.run(plan, {input_name: text}, options=RunOptions(stream=body.stream))
 
     run = manager.start(begin, "stream" if body.stream else "wait")
     queue = run.channel.listen() if body.stream else None

@@ -18,6 +18,7 @@ def test_a_run_reports_each_node_and_ends_with_the_run_status(tmp_path: Path) ->
     run.thread.join(timeout=60)
     assert run.done and run.status == "succeeded" and run.error is None
     assert run.statuses == {"answer": "succeeded", "shout": "succeeded"}
+    assert run.tokens == {"answer": "ok"}  # the LLM node's reply arrived as streamed tokens
     store = SQLiteStore(tmp_path / "runs.db")
     try:
         record = store.get_run(run.run_id or "")

@@ -86,9 +86,11 @@ def test_stream_mode_sends_every_event_with_an_id(server: Server) -> None:
     with server.client() as client:
         body = {"inputs": {"topic": "streams"}, "mode": "stream"}
         events = events_of(client, "POST", "/flows/steps/runs", json=body)
-    names = [e.event for e in events]
+    names = [e.event for e in events if e.event != "token"]
     assert names == ["run_started"] + ["step_started", "step_finished"] * 3 + ["run_finished"]
-    keys = [key(e.id) for e in events]
+    tokens = [json.loads(e.data) for e in events if e.event == "token"]
+    assert [(t["node"], t["text"]) for t in tokens] == [("first", "one"), ("second", "two"), ("third", "three")]
+    keys = [key(e.id) for e in events if e.event != "token"]
     assert all(e.id for e in events) and keys == sorted(keys) and len(set(keys)) == len(keys)
     finished = json.loads(events[-1].data)
     assert finished["status"] == "succeeded" and finished["outputs"] == {"final": "three", "count": 2}
