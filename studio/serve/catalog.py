@@ -51,15 +51,20 @@ class ServedFlow:
         }
 
     def chat_ports(self) -> tuple[str, str] | None:
-        """(input, output) when the flow has one `str` input and one `str` output, else None."""
+        """(input, output) when the flow has one `str` or `messages` input and one `str` output, else
+        None. A `messages` input gets the whole conversation; a `str` one its last user message."""
         if len(self.plan.inputs) != 1 or len(self.plan.outputs) != 1:
             return None
         (input_name,) = self.plan.inputs
         (output_name,) = self.plan.outputs
         port = output_types(self.plan)[output_name]
-        if self.plan.input_types[input_name].name != "str" or port.name != "str":
+        if self.plan.input_types[input_name].name not in ("str", "messages") or port.name != "str":
             return None
         return input_name, output_name
+
+    def takes_conversation(self, input_name: str) -> bool:
+        """Whether the chat input is a `messages` port (the whole conversation)."""
+        return self.plan.input_types[input_name].name == "messages"
 
     def output_port(self, name: str) -> PortType:
         return output_types(self.plan)[name]

@@ -44,7 +44,7 @@ class ChatRequest(BaseModel):
     model: str
     """The flow's name."""
     messages: list[Message]
-    """The conversation; its last user message is the flow's input."""
+    """The conversation: a flow whose input is `messages` gets all of it, a `str` input its last user message."""
     stream: bool = False
     """Answer with server-sent `chat.completion.chunk` events."""
 
@@ -88,11 +88,11 @@ async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) ->
         message = f"flow {served.name!r} needs one str input and one str output to be a chat model"
         raise ChatRefused(422, message, "model", "not_a_chat_flow")
     input_name, output_name = ports
-    text = _last_user_text(body.messages)
+    value: Any = _turns(body.messages) if served.takes_conversation(input_name) else _last_user_text(body.messages)
     plan = served.plan
 
     async def begin(engine: Engine) -> RunResult:
-        return await engine.run(plan, {input_name: text}, options=RunOptions(stream=body.stream))
+        return await engine.run(plan, {input_name: value}, options=RunOptions(stream=body.stream))
 
     run = manager.start(begin, "stream" if body.stream else "wait")
     queue = run.channel.listen() if body.stream else None
@@ -105,12 +105,21 @@ async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) ->
     return StreamingResponse(chunks, media_type="text/event-stream", headers=headers)
 
 
+def _turns(messages: list[Message]) -> list[dict[str, str]]:
+    """The conversation as a `messages` port value: `{role, content}` turns, text parts joined."""
+    return [{"role": m.role, "content": _text(m)} for m in messages if m.role in ("system", "user", "assistant")]
+
+
+def _text(message: Message) -> str:
+    if isinstance(message.content, list):
+        return "".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
+    return message.content or ""
+
+
 def _last_user_text(messages: list[Message]) -> str:
     for message in reversed(messages):
         if message.role == "user":
-            if isinstance(message.content, list):
-                return "".join(str(p.get("text", "")) for p in message.content if p.get("type") == "text")
-            return message.content or ""
+            return _text(message)
     raise ChatRefused(422, "messages: no user message", "messages", "no_user_message")
 
 
