@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from studio.store.base import RunRecord, StepRecord
+from studio.store.base import RunRecord, StepRecord, step_row
 
 Key = tuple[int, int]
 EVENT_NAMES = ("run_started", "step_started", "token", "step_finished", "waiting", "run_finished")
@@ -56,20 +56,7 @@ def seconds(step: StepRecord) -> float:
 
 def step_data(run_id: str, step: StepRecord) -> dict[str, Any]:
     """`step_finished`'s data: the step as `flowstudio trace --json` prints it, with its seconds."""
-    return {
-        "run_id": run_id,
-        "node": step.node,
-        "status": step.status,
-        "attempt": step.attempt,
-        "inputs": step.inputs,
-        "outputs": step.outputs,
-        "error": step.error,
-        "tokens": step.tokens,
-        "cost_usd": round(step.cost_usd, 10),
-        "seconds": seconds(step),
-        "cached": step.cached,
-        "reused": step.reused,
-    }
+    return {"run_id": run_id, **step_row(step), "seconds": seconds(step)}
 
 
 def run_object(record: RunRecord, steps: list[StepRecord]) -> dict[str, Any]:
