@@ -160,8 +160,9 @@ def test_experiments_list_and_examples_with_links(app_env: dict[str, str]) -> No
     app = _page(_experiments_page)
     assert list(_table(app, "experiment")["experiment"]) == ["exp1"]
     examples = _table(app, "score")
-    assert list(examples["run"]) == [f"traces?run=exp1-r{n}" for n in range(3)]
-    assert list(examples["score"].fillna(-1)) == [1.0, 0.0, -1]
+    # failures first: the failed run, then the wrong answer, then the right one
+    assert list(examples["run"]) == [f"traces?run=exp1-r{n}" for n in (2, 1, 0)]
+    assert list(examples["score"].fillna(-1)) == [-1, 0.0, 1.0]
 
 
 def test_run_page_runs_a_flow_from_its_form(app_env: dict[str, str], seeded: tuple[Path, dict[str, str]]) -> None:
