@@ -21,7 +21,14 @@ from studio.viewer.results import cards, example_table
 LIMIT = 200
 EXAMPLES = 1000
 REFRESH_S = 1.0
-_STATE_BADGES = {"starting": "orange", "running": "orange", "finished": "green", "stopped": "gray", "failed": "red"}
+_STATE_BADGES = {
+    "starting": "orange",
+    "running": "orange",
+    "finished": "green",
+    "stopped": "gray",
+    "failed": "red",
+    "unfinished": "gray",
+}
 
 
 def state_badge(state: str) -> str:

@@ -21,7 +21,8 @@ from typing import Any, Literal
 from studio.evaluate.live import LAUNCH_ENV
 from studio.store.base import ExperimentRecord, Store, new_id, now
 
-State = Literal["starting", "running", "finished", "stopped", "failed"]
+State = Literal["starting", "running", "finished", "stopped", "failed", "unfinished"]
+"""`unfinished`: no summary and no process the studio started (a terminal batch, running or killed)."""
 LOG_TAIL = 2000
 
 
@@ -108,8 +109,9 @@ def state(experiment: ExperimentRecord, launch: Launch | None = None) -> State:
     """What an experiment is doing, from its stored summary and whether its process lives."""
     summary = experiment.summary
     if summary is None:
-        pid = launch.pid if launch else None
-        return "starting" if alive(pid) else "failed"
+        if launch is None:
+            return "unfinished"
+        return "starting" if alive(launch.pid) else "failed"
     status = summary.get("status")
     if status == "running":
         pid = summary.get("pid") or (launch.pid if launch else None)

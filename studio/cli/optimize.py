@@ -162,7 +162,10 @@ def _optimize_live(prepared: Any, store: Any) -> Any:
         live.update(**fields)
 
     run.progress = progress
-    return asyncio.run(run.run())
+    try:
+        return asyncio.run(run.run())
+    finally:
+        live.tag()
 
 
 def _optimize_with_progress(prepared: Any, store: Any) -> Any:

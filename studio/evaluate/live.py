@@ -3,7 +3,9 @@
 A batch or a search started from the studio runs in its own process; the studio learns how
 far it got only from the store. `LiveSummary` merges `status: running`, the process id and
 the progress fields into the experiment's summary, at most every `every_s` seconds (the
-final summary replaces them when the experiment finishes).
+final summary replaces them when the experiment finishes). Only processes the studio started
+(with `FLOWSTUDIO_LAUNCH` set) write them: a batch run in a terminal keeps its summary empty
+until it finishes, as `batch --resume` documents.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class LiveSummary:
 
     def update(self, *, force: bool = False, **fields: Any) -> None:
         """Merge `fields` into the stored summary (skipped when the last write is too recent)."""
+        if not os.environ.get(LAUNCH_ENV):
+            return
         clock = time.monotonic()
         if not force and clock - self.last < self.every_s:
             return
@@ -51,3 +55,10 @@ class LiveSummary:
         if isinstance(done, int) and isinstance(total, int) and 0 < done <= total:
             live["eta_s"] = round((clock - self.started) / done * (total - done), 1)
         self.store.finish_experiment(self.experiment_id, live)
+
+    def tag(self) -> None:
+        """Keep the launch token on the final summary too (the studio finds its launch by it)."""
+        token = os.environ.get(LAUNCH_ENV)
+        experiment = self.store.get_experiment(self.experiment_id)
+        if token and experiment is not None and experiment.summary is not None:
+            self.store.finish_experiment(self.experiment_id, {**experiment.summary, "launch": token})

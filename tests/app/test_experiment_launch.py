@@ -13,10 +13,11 @@ from streamlit.testing.v1 import AppTest
 
 from studio.app import launches
 from studio.app.settings import DIR_ENV
-from studio.evaluate.live import LiveSummary
+from studio.evaluate.live import LAUNCH_ENV, LiveSummary
 from studio.store import SQLiteStore
 from studio.store.base import ExperimentRecord
 from tests.app.launch_seed import slow_folder, wait_for
+from tests.optimize.conftest import DEMO_RULES, MakeTask
 
 TIMEOUT = 30
 
@@ -43,7 +44,10 @@ def _wait_gone(pid: int, timeout_s: float = 5) -> None:
         time.sleep(0.05)
 
 
-def test_live_summary_records_progress_and_never_overwrites_the_outcome(tmp_path: Path) -> None:
+def test_live_summary_records_progress_and_never_overwrites_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(LAUNCH_ENV, "token1")
     store = SQLiteStore(tmp_path / "s.db")
     _record(store, None)
     live = LiveSummary(store, "e1", every_s=60)
@@ -52,7 +56,7 @@ def test_live_summary_records_progress_and_never_overwrites_the_outcome(tmp_path
     summary = store.get_experiment("e1").summary  # type: ignore[union-attr]
     assert summary is not None
     assert (summary["status"], summary["pid"], summary["done"], summary["total"]) == ("running", os.getpid(), 1, 4)
-    assert summary["eta_s"] >= 0
+    assert summary["eta_s"] >= 0 and summary["launch"] == "token1"
     store.finish_experiment("e1", {"status": "finished", "score": 0.5})
     live.update(force=True, done=4, total=4)
     assert store.get_experiment("e1").summary == {"status": "finished", "score": 0.5}  # type: ignore[union-attr]
@@ -76,7 +80,9 @@ def test_state_follows_the_summary_and_the_process(tmp_path: Path) -> None:
     experiment.summary = {"mean": 0.5}  # a summary without status: an older finished batch
     assert launches.state(experiment) == "finished"
     experiment.summary = None
-    assert launches.state(experiment) == "failed"
+    assert launches.state(experiment) == "unfinished"  # a terminal batch: no summary, no launch
+    launch = launches.Launch(token="t", kind="batch", flow="qa.yaml", pid=sleeper.pid)
+    assert launches.state(experiment, launch) == "failed"  # started by the studio, gone without a summary
     store.close()
 
 
@@ -144,3 +150,32 @@ def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypat
     row = table[table["expected"] == "paris"].iloc[0]
     assert (row["got"], row["score"]) == ("Paris.", 1.0)
     assert all(link.startswith("traces?run=") for link in table["run"])
+
+
+def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = make_task(DEMO_RULES)
+    db = task.folder / "flowstudio.db"
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(task.folder))
+    app = AppTest.from_function(_experiments_page, default_timeout=TIMEOUT)
+    app.run()
+    app.selectbox(key="search_train").set_value(str(task.train))
+    app.selectbox(key="search_dev").set_value(str(task.dev))
+    app.selectbox(key="search_metric").set_value("exact")
+    app.number_input(key="search_calls").set_value(120)
+    app.button(key="start_search").click().run()
+    assert not app.exception, app.exception
+    (launch,) = launches.launches(db)
+    argv = launch.argv[3:]
+    assert argv[:2] == ["optimize", str(task.flow)]
+    assert argv[argv.index("--train") + 1] == str(task.train) and argv[argv.index("--dev") + 1] == str(task.dev)
+    assert argv[argv.index("--budget-calls") + 1] == "120"
+    assert "--test" not in argv and "--budget-usd" not in argv
+    done = wait_for(db, lambda e: (e.summary or {}).get("status") == "finished")
+    summary = done.summary or {}
+    assert 0 < summary["calls"] <= 120
+    assert summary["launch"] == launch.token  # the live writes tied it to its launch
+    app.run()
+    assert not app.exception, app.exception
+    assert any("finished" in m.value for m in app.markdown)
+    assert any(m.value == "**Candidates**" for m in app.markdown)
