@@ -72,7 +72,7 @@ def _body(was_busy: bool) -> None:
             row["progress"] = _progress_text(e) if states[e.experiment_id] == "running" else ""
             del row["finished"]
         st.dataframe(rows, hide_index=True, key="experiments_table", column_order=_COLUMNS)
-        chosen = _choose(experiments, states)
+        chosen = _choose(experiments, known)
         experiment = store.get_experiment(chosen)
         if experiment is None:
             return
@@ -102,18 +102,24 @@ def _body(was_busy: bool) -> None:
 _COLUMNS = ["experiment", "state", "kind", "flow", "progress", "created", "summary"]
 
 
-def _choose(experiments: list[ExperimentRecord], states: dict[str, launches.State]) -> str:
-    labels = {
-        e.experiment_id: f"{e.experiment_id} · {e.kind} · {e.flow} · {states[e.experiment_id]}" for e in experiments
-    }
+def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:
+    """The experiment in the URL; right after a start, the started one as soon as it exists."""
+    labels = {e.experiment_id: f"{e.experiment_id} · {e.kind} · {e.flow}" for e in experiments}
     ids = list(labels)
     wanted = st.query_params.get("experiment")
     token = st.query_params.get("launch")
-    if wanted not in ids and token:
-        wanted = next((e.experiment_id for e in experiments if (e.summary or {}).get("launch") == token), None)
+    waiting = False
+    if token:
+        started = next((e.experiment_id for e in experiments if (e.summary or {}).get("launch") == token), None)
+        launch = known.get(token)
+        if started is not None or launch is None or not launches.alive(launch.pid):
+            wanted = started or wanted
+            del st.query_params["launch"]
+        else:
+            waiting = True  # its experiment does not exist yet: pin nothing until it does
     index = ids.index(wanted) if wanted in ids else 0
-    chosen = st.selectbox("Experiment", ids, index=index, format_func=labels.__getitem__, key="experiment_choice")
-    if chosen != st.query_params.get("experiment"):
+    chosen = st.selectbox("Experiment", ids, index=index, format_func=labels.__getitem__)
+    if not waiting and chosen != st.query_params.get("experiment"):
         st.query_params["experiment"] = chosen
     return str(chosen)
 

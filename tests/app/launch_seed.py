@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,10 @@ def slow_folder(folder: Path, delay_s: float = 0.4, copies: int = 3) -> Path:
     text = text.replace("error: {kind: auth}", f"delay_s: {delay_s}, error: {{kind: auth}}")
     (folder / "qa.yaml").write_text(text, encoding="utf-8")
     (folder / "data").mkdir(exist_ok=True)
-    (folder / "data" / "qa.jsonl").write_text(QA_DATA.read_text(encoding="utf-8") * copies, encoding="utf-8")
+    rows = [json.loads(line) for line in QA_DATA.read_text(encoding="utf-8").splitlines() if line.strip()]
+    unique = [{**row, "question": f"{row['question']} (copy {n})"} for n in range(copies) for row in rows]
+    text = "".join(json.dumps(row) + "\n" for row in unique)  # distinct inputs: none is served from the cache
+    (folder / "data" / "qa.jsonl").write_text(text, encoding="utf-8")
     return folder
 
 
