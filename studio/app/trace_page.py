@@ -41,7 +41,10 @@ def _header(trace: Trace) -> None:
     cells[1].metric("duration", duration(took))
     cells[2].metric("steps", run.steps)
     cells[3].metric("tokens", run.tokens)
-    cells[4].metric("cost", f"${run.cost_usd:.6f}")
+    if run.cost_usd:
+        cells[4].metric("cost", f"${run.cost_usd:.6f}")
+    else:
+        cells[4].metric("cost", "free" if run.tokens else "—", help="no priced model call: see the tokens")
     started = run.started_at[:19].replace("T", " ")
     st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}")
 
@@ -85,10 +88,11 @@ def render() -> None:
             return
         siblings = [r for r in store.query_runs(RunFilter(flow=trace.run.flow), limit=RECENT) if r.run_id != run_id]
         _header(trace)
+        trace_parts.run_io(trace)
         waiting_panel(trace)
         failure = find_failure(trace)
         if failure is not None:
-            trace_parts.failure_box(failure)
+            trace_parts.failure_box(failure, trace)
         failing = failure.step.node if failure and failure.step else None
         cause = failure.cause.node if failure and failure.cause and failure.cause.step else None
         graph = st.container()

@@ -111,10 +111,21 @@ def test_trace_of_a_failed_run_shows_the_failure_and_its_cause(app_env: dict[str
     assert app.error[0].value == "Failing node: `answer` (auth)"
     texts = [c.value for c in app.code]
     assert any("auth" in t for t in texts)
-    assert any("Nearest upstream cause:** `draft`" in m.value for m in app.markdown)
+    # an auth error is the failing node's own model settings, not its healthy upstream node (issue 20)
+    assert any(m.value == "**Look first at:** the model settings of `answer`" for m in app.markdown)
+    assert not any("Nearest upstream cause" in m.value for m in app.markdown)
+    assert any("upstream nodes finished normally: `draft`" in c.value for c in app.caption)
     assert app.selectbox(key=f"node_{app_env['failing_a']}").value == "answer"
     assert any(t.startswith("ANSWER using draft about " + XSS) for t in texts)  # the rendered prompt, as text
     assert app.query_params["run"] == app_env["failing_a"]
+
+
+def test_trace_shows_the_runs_inputs_and_outputs_first(app_env: dict[str, str]) -> None:
+    app = _page(_trace_page, run=app_env["failing_a"])
+    headings = [m.value for m in app.markdown]
+    assert headings.index("**Inputs**") < headings.index("**Outputs**")
+    assert "none: the run failed" in [c.value for c in app.caption]
+    assert "—" in [c.value for c in app.caption]  # the failed run's missing outputs
 
 
 def test_selecting_a_node_shows_its_inputs_outputs_and_call(app_env: dict[str, str]) -> None:
