@@ -10,6 +10,7 @@ from studio.app.settings import open_store
 from studio.app.widgets import duration, ident
 from studio.store.base import RunFilter, RunRecord
 from studio.viewer import find_failure, load_trace, parse_step_name, run_dot, seconds, top_node
+from studio.viewer.failure import blame
 from studio.viewer.trace import Trace
 
 RECENT = 100
@@ -95,6 +96,9 @@ def render() -> None:
             trace_parts.failure_box(failure, trace)
         failing = failure.step.node if failure and failure.step else None
         cause = failure.cause.node if failure and failure.cause and failure.cause.step else None
+        found = blame(trace, failure) if failure is not None else None
+        if found is not None and found.where == "settings":
+            cause = None  # the upstream nodes were fine: nothing to mark as the cause
         graph = st.container()
         node = _pick_node(trace, top_node(failing) if failing else None)
         with graph:

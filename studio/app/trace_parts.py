@@ -63,8 +63,9 @@ def run_io(trace: Trace) -> None:
     with right:
         st.markdown("**Outputs**")
         if run.outputs is None and run.error:
-            st.caption("none: the run failed")
-        show_value(run.outputs)
+            st.caption("— (the run failed: see below)")
+        else:
+            show_value(run.outputs)
 
 
 def graph(source: str) -> None:

@@ -134,12 +134,11 @@ def blame(trace: Trace, failure: Failure) -> Blame | None:
     if failure.kind in SETTINGS_KINDS:
         models = sorted({c.model for c in trace.calls_of(node) if c.model})
         used = f" (model {', '.join(models)})" if models else ""
-        what = "credentials" if failure.kind == "auth" else "configuration"
-        return Blame(
-            "settings",
-            node,
-            f"the model settings of {node}{used}: a {failure.kind} error is about its {what}, not its inputs",
+        what = "credentials (API key)" if failure.kind == "auth" else "configuration"
+        text = (
+            f"the model settings of {node}{used}: this {failure.kind} error comes from its {what}, not from its inputs"
         )
+        return Blame("settings", node, text)
     cause = failure.cause
     if cause is None:
         return Blame("node", node, f"{node} itself: nothing upstream fed it")
