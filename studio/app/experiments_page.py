@@ -70,6 +70,7 @@ def _body(was_busy: bool) -> None:
         for row, e in zip(rows, experiments, strict=True):
             row["state"] = states[e.experiment_id]
             row["progress"] = _progress_text(e) if states[e.experiment_id] == "running" else ""
+            row["summary"] = _summary_text(e) if states[e.experiment_id] == "finished" else ""
             del row["finished"]
         st.dataframe(rows, hide_index=True, key="experiments_table", column_order=_COLUMNS)
         chosen = _choose(experiments, known)
@@ -140,6 +141,25 @@ def _progress_text(experiment: ExperimentRecord) -> str:
     if "eta_s" in p and experiment.kind != "optimize":
         parts.append(f"ETA {p['eta_s']:.0f} s")
     return " · ".join(parts) or "starting"
+
+
+def _summary_text(experiment: ExperimentRecord) -> str:
+    """A finished experiment in a few words (the full summary is under "Config and summary")."""
+    s = experiment.summary or {}
+    parts = []
+    if isinstance(s.get("score"), int | float):
+        parts.append(f"score {s['score']:.3f}")
+    if isinstance(s.get("best_dev"), int | float):
+        parts.append(f"best dev {s['best_dev']:.3f}")
+    if "errors" in s:
+        parts.append(f"{s['errors']} errors of {s.get('examples', '?')}")
+    if "calls" in s:
+        parts.append(f"{s['calls']} calls")
+    if s.get("cost_usd"):
+        parts.append(f"${s['cost_usd']:.6f}")
+    elif s.get("tokens"):
+        parts.append(f"{s['tokens']} tokens")
+    return " · ".join(parts)
 
 
 def _header(store: Store, experiment: ExperimentRecord, state: str, launch: launches.Launch | None) -> None:

@@ -140,6 +140,9 @@ def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypat
     app.run()
     assert not app.exception, app.exception
     assert any("finished" in m.value for m in app.markdown)
+    listed = next(t.value for t in app.dataframe if "state" in t.value.columns)
+    assert list(listed["state"]) == ["finished"]
+    assert listed["summary"].iloc[0].startswith(f"score {finished.summary['score']:.3f} · 1 errors of 4")  # type: ignore[index]
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Score"] == f"{finished.summary['score']:.3f}"  # type: ignore[index]
     assert metrics["Errors"] == "1"
