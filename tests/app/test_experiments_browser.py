@@ -20,7 +20,7 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[dev]')")
 ARTIFACTS = ROOT / "test-artifacts"
 WAIT_MS = 30_000
-PROGRESS = re.compile(r"(\d+) of 20 examples")
+PROGRESS = re.compile(r"(\d+) of 40 examples")
 
 
 def _shot(page: Any, name: str) -> None:
@@ -48,10 +48,23 @@ def _start(page: Any, concurrency: int) -> None:
     page.get_by_role("button", name="Start batch").click()
 
 
+def _stop(page: Any) -> None:
+    """Click Stop (again if a refresh of the page swallowed the click) until the page says stopped."""
+    stopped = page.get_by_text("Stopped before the end")
+    for _ in range(3):
+        page.get_by_role("button", name="Stop").click()
+        try:
+            sync_api.expect(stopped).to_be_visible(timeout=5_000)
+            return
+        except AssertionError:
+            continue
+    sync_api.expect(stopped).to_be_visible(timeout=WAIT_MS)
+
+
 def test_start_watch_reload_stop_and_read_a_batch(browser: Any, tmp_path: Path) -> None:
     expect = sync_api.expect
     (tmp_path / "flows").mkdir()
-    folder = slow_folder(tmp_path / "flows", delay_s=0.4, copies=5)
+    folder = slow_folder(tmp_path / "flows", delay_s=0.4, copies=10)
     db = tmp_path / "flowstudio.db"
     with studio_server(FLOWSTUDIO, folder, db, tmp_path / "studio.log") as (url, _):
         page = browser.new_page(viewport={"width": 1440, "height": 900})
@@ -69,8 +82,7 @@ def test_start_watch_reload_stop_and_read_a_batch(browser: Any, tmp_path: Path) 
             expect(page.get_by_test_id("stProgress")).to_be_visible(timeout=WAIT_MS)
             assert _done(page) >= second, "after a reload the page shows the same run, still going"
             _shot(page, "2-after-reload")
-            page.get_by_role("button", name="Stop").click()
-            expect(page.get_by_text("Stopped before the end")).to_be_visible(timeout=WAIT_MS)
+            _stop(page)
             expect(page.get_by_role("button", name="Stop")).to_have_count(0, timeout=WAIT_MS)
             _shot(page, "3-stopped")
             _start(page, 8)
@@ -82,6 +94,10 @@ def test_start_watch_reload_stop_and_read_a_batch(browser: Any, tmp_path: Path) 
             page.wait_for_timeout(500)
             _shot(page, "5-results-table")
             score = page.get_by_test_id("stMetric").filter(has_text="Score").inner_text()
-            assert "0.500" in score  # 2 of the 4 rows are right (exact), repeated 5 times
+            assert "0.500" in score  # 2 of the 4 rows are right (exact), repeated 10 times
+            page.mouse.wheel(0, -2000)
+            page.get_by_role("tab", name="Optimizer search").click()
+            expect(page.get_by_role("button", name="Start search")).to_be_visible(timeout=WAIT_MS)
+            _shot(page, "6-search-form")
         finally:
             page.close()
