@@ -69,8 +69,11 @@ def _body(was_busy: bool) -> None:
         rows = experiment_rows(experiments)
         for row, e in zip(rows, experiments, strict=True):
             row["state"] = states[e.experiment_id]
-            row["progress"] = _progress_text(e) if states[e.experiment_id] == "running" else ""
-            row["summary"] = _summary_text(e) if states[e.experiment_id] == "finished" else ""
+            state = states[e.experiment_id]
+            live = state in ("running", "stopped", "failed") and "done" in (e.summary or {})
+            row["summary"] = (
+                _progress_text(e, eta=state == "running") if live else _summary_text(e) if state == "finished" else ""
+            )
             del row["finished"]
         st.dataframe(rows, hide_index=True, key="experiments_table", column_order=_COLUMNS)
         chosen = _choose(experiments, known)
@@ -100,7 +103,7 @@ def _body(was_busy: bool) -> None:
     runs_table(example_table(experiment, runs), "examples_table", score=score)
 
 
-_COLUMNS = ["experiment", "state", "kind", "flow", "progress", "created", "summary"]
+_COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
 
 
 def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:
@@ -125,7 +128,7 @@ def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launc
     return str(chosen)
 
 
-def _progress_text(experiment: ExperimentRecord) -> str:
+def _progress_text(experiment: ExperimentRecord, *, eta: bool = True) -> str:
     p = launches.progress(experiment)
     parts = []
     if experiment.kind == "optimize":
@@ -138,7 +141,7 @@ def _progress_text(experiment: ExperimentRecord) -> str:
             parts.append(f"{p['done']} of {p.get('total', '?')} examples")
         if "score" in p:
             parts.append(f"score {p['score']:.3f}")
-    if "eta_s" in p and experiment.kind != "optimize":
+    if eta and "eta_s" in p and experiment.kind != "optimize":
         parts.append(f"ETA {p['eta_s']:.0f} s")
     return " · ".join(parts) or "starting"
 
