@@ -11,6 +11,7 @@ from studio.app.widgets import duration, ident
 from studio.evaluate.blame import blame_of_run
 from studio.store.base import RunFilter, RunRecord
 from studio.viewer import find_failure, load_trace, parse_step_name, run_dot, seconds, top_node
+from studio.viewer.failure import blame
 from studio.viewer.trace import Trace
 
 RECENT = 100
@@ -42,7 +43,10 @@ def _header(trace: Trace) -> None:
     cells[1].metric("duration", duration(took))
     cells[2].metric("steps", run.steps)
     cells[3].metric("tokens", run.tokens)
-    cells[4].metric("cost", f"${run.cost_usd:.6f}")
+    if run.cost_usd:
+        cells[4].metric("cost", f"${run.cost_usd:.6f}")
+    else:
+        cells[4].metric("cost", "free" if run.tokens else "—", help="no priced model call: see the tokens")
     started = run.started_at[:19].replace("T", " ")
     st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}")
 
@@ -86,15 +90,19 @@ def render() -> None:
             return
         siblings = [r for r in store.query_runs(RunFilter(flow=trace.run.flow), limit=RECENT) if r.run_id != run_id]
         _header(trace)
+        trace_parts.run_io(trace)
         waiting_panel(trace)
         failure = find_failure(trace)
         if failure is not None:
-            trace_parts.failure_box(failure)
+            trace_parts.failure_box(failure, trace)
         blamed = blame_of_run(store, run_id)
         if blamed is not None:
             trace_parts.blame_box(blamed)
         failing = failure.step.node if failure and failure.step else None
         cause = failure.cause.node if failure and failure.cause and failure.cause.step else None
+        found = blame(trace, failure) if failure is not None else None
+        if found is not None and found.where == "settings":
+            cause = None  # the upstream nodes were fine: nothing to mark as the cause
         cause = cause or (blamed or {}).get("culprit")
         graph = st.container()
         node = _pick_node(trace, top_node(failing) if failing else None)

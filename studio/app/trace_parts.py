@@ -22,11 +22,13 @@ from studio.viewer import (
     step_rows,
     total_cost,
 )
+from studio.viewer.failure import blame
 from studio.viewer.trace import Trace
 
 
-def failure_box(failure: Failure) -> None:
-    """The failing node, its error, and the nearest upstream cause with the values it handed over."""
+def failure_box(failure: Failure, trace: Trace | None = None) -> None:
+    """The failing node, its error, where to look first (matched to the error kind), and the
+    nearest upstream node with the values it handed over."""
     with st.container(border=True):
         if failure.step is None:
             st.error("The run failed outside any node.")
@@ -35,6 +37,13 @@ def failure_box(failure: Failure) -> None:
         kind = f" ({failure.kind})" if failure.kind else ""
         st.error(f"Failing node: {ident(failure.step.node)}{kind}")
         show_value(failure.error)
+        found = blame(trace, failure) if trace is not None else None
+        if found is not None and found.where == "settings":
+            st.markdown(f"**Look first at:** the model settings of {ident(failure.step.node)}")
+            st.caption(found.text)
+            if failure.upstream:
+                st.caption("Its upstream nodes finished normally: " + ", ".join(ident(n) for n in failure.upstream))
+            return
         cause = failure.cause
         if cause is None:
             st.caption("No upstream node: nothing fed this node.")
@@ -63,6 +72,21 @@ def blame_box(blamed: dict[str, Any]) -> None:
             + ", ".join(f"{ident(n['node'])} {n['flips']}/{n['samples']}" for n in nodes)
             + f"; {blamed['calls']} calls."
         )
+
+
+def run_io(trace: Trace) -> None:
+    """The run's own inputs and outputs (or its error), before anything about its nodes."""
+    run = trace.run
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Inputs**")
+        show_value(run.inputs or None)
+    with right:
+        st.markdown("**Outputs**")
+        if run.outputs is None and run.error:
+            st.caption("— (the run failed: see below)")
+        else:
+            show_value(run.outputs)
 
 
 def graph(source: str) -> None:
@@ -111,7 +135,7 @@ def step_panel(trace: Trace, name: str | None) -> None:
     cells[0].metric("status", step.status)
     cells[1].metric("attempts", step.attempt)
     cells[2].metric("tokens", detail.tokens)
-    cells[3].metric("cost", money(detail.cost_usd))
+    cells[3].metric("step cost", money(detail.cost_usd) if detail.cost_usd else ("free" if detail.tokens else "—"))
     cells[4].metric("time", duration(detail.seconds))
     models = ", ".join(dict.fromkeys(c.model for c in detail.calls))
     if models:
@@ -142,25 +166,34 @@ def tables(trace: Trace) -> None:
 
 
 def cost_panel(trace: Trace) -> None:
-    """Bar charts of cost by node and by model; the total is the sum of the model calls."""
-    st.metric("total of model calls", money(total_cost(trace)), help=f"{len(trace.calls)} calls")
+    """Bar charts of cost by node and by model; the total is the sum of the model calls. When
+    every call was free (the embedded or scripted model) the charts count tokens instead."""
+    total = total_cost(trace)
     if not trace.calls:
+        st.metric("total of model calls", money(total), help="0 calls")
         st.caption("This run made no model calls.")
         return
+    if total == 0:
+        tokens = sum(c.input_tokens + c.output_tokens for c in trace.calls)
+        st.metric("tokens of model calls", tokens, help=f"{len(trace.calls)} calls, all free: counted in tokens")
+        measure = "tokens"
+    else:
+        st.metric("total of model calls", money(total), help=f"{len(trace.calls)} calls")
+        measure = "cost $"
     by_node, by_model = st.columns(2)
     with by_node:
         st.markdown("**By node**")
         rows = [
             {"node": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_node(trace)
         ]
-        st.bar_chart(rows, x="node", y="cost $", horizontal=True, sort="-cost $")
+        st.bar_chart(rows, x="node", y=measure, horizontal=True, sort=f"-{measure}")
         st.dataframe(rows, hide_index=True)
     with by_model:
         st.markdown("**By model**")
         rows = [
             {"model": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_model(trace)
         ]
-        st.bar_chart(rows, x="model", y="cost $", horizontal=True, sort="-cost $")
+        st.bar_chart(rows, x="model", y=measure, horizontal=True, sort=f"-{measure}")
         st.dataframe(rows, hide_index=True)
 
 

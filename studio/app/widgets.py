@@ -21,7 +21,7 @@ _BADGES = {
 """Streamlit color names close to the graph's fill colors (`studio.viewer.COLORS`)."""
 
 
-def show_value(value: Any, *, empty: str = "none") -> None:
+def show_value(value: Any, *, empty: str = "—") -> None:
     """A stored value: strings verbatim in a code block, anything else as JSON."""
     if value is None:
         st.caption(empty)

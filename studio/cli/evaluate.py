@@ -78,7 +78,7 @@ def batch(
     """
 
     from studio.errors import InputError
-    from studio.evaluate.batch import BatchOptions, prepare_batch, run_prepared
+    from studio.evaluate.batch import BatchOptions, prepare_batch
 
     if resume is None and (flow is None or data is None):
         raise InputError(
@@ -112,7 +112,7 @@ def batch(
             resume = resolve_id(store, "experiment", resume)
         prepared = prepare_batch(options, store, resume=resume)
         if as_json:
-            result = asyncio.run(run_prepared(prepared, store, on_start=_batch_started))
+            result = _batch_live(prepared, store)
         else:
             result = _batch_with_progress(prepared, store)
     finally:
@@ -139,6 +139,29 @@ def _batch_started(experiment_id: str, examples: int) -> None:
         f"experiment {experiment_id}: {examples} examples (continue with: flowstudio batch --resume {experiment_id})",
         err=True,
     )
+
+
+def _batch_live(prepared: Any, store: Any) -> Any:
+    """The batch with its progress written to the experiment's summary (what the studio shows)."""
+    from studio.evaluate.batch import run_prepared
+    from studio.evaluate.live import LiveSummary
+
+    live: list[LiveSummary] = []
+
+    def started(experiment_id: str, examples: int) -> None:
+        _batch_started(experiment_id, examples)
+        live.append(LiveSummary(store, experiment_id))
+        live[0].update(force=True, kind="batch", done=0, total=examples)
+
+    def progress(*, done: int, total: int, score: float | None, cost_usd: float, **_: Any) -> None:
+        if live:
+            live[0].update(force=done == total, done=done, total=total, score=score, cost_usd=round(cost_usd, 10))
+
+    try:
+        return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
+    finally:
+        if live:
+            live[0].tag()
 
 
 def _batch_with_progress(prepared: Any, store: Any) -> Any:

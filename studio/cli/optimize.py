@@ -90,7 +90,6 @@ def optimize(
     """
 
     from studio.optimize import OptimizeOptions, prepare
-    from studio.optimize import optimize as run_optimize
     from studio.optimize.evaluate import NothingSucceeds
     from studio.optimize.report import show
 
@@ -123,7 +122,7 @@ def optimize(
     store = open_store(db)
     try:
         if as_json:
-            result = asyncio.run(run_optimize(prepared, store))
+            result = _optimize_live(prepared, store)
         else:
             result = _optimize_with_progress(prepared, store)
     except KeyboardInterrupt:
@@ -138,6 +137,35 @@ def optimize(
         print_json(result.as_json())
     else:
         show(result.report)
+
+
+def _optimize_live(prepared: Any, store: Any) -> Any:
+    """The search with its progress (calls used of the budget, best dev score) in the experiment's summary."""
+    from studio.evaluate.live import LiveSummary
+    from studio.optimize.optimization import Optimization
+
+    run = Optimization(prepared, store)
+    live = LiveSummary(store, run.experiment_id)
+    budget = prepared.options.budget_calls
+
+    def progress(*, event: str, best: float | None, calls: int = 0, cost_usd: float = 0.0, **_: Any) -> None:
+        fields: dict[str, Any] = {
+            "event": event,
+            "calls": calls,
+            "budget_calls": budget,
+            "done": calls,
+            "total": budget,
+        }
+        fields["cost_usd"] = round(cost_usd, 10)
+        if best is not None:
+            fields["best_dev"] = round(best, 6)
+        live.update(**fields)
+
+    run.progress = progress
+    try:
+        return asyncio.run(run.run())
+    finally:
+        live.tag()
 
 
 def _optimize_with_progress(prepared: Any, store: Any) -> Any:

@@ -105,3 +105,43 @@ def _rejected_port(step: StepRecord) -> str | None:
         return None
     match = _BAD_INPUT.match(step.error)
     return match.group("port") if match else None
+
+
+SETTINGS_KINDS = frozenset({"auth", "no_model", "missing_model", "bad_config", "load_failed", "bad_request"})
+"""Error kinds caused by a node's own model settings, not by what upstream nodes handed it."""
+
+
+@dataclass(frozen=True)
+class Blame:
+    """Where to look first, matched to the error kind."""
+
+    where: str
+    """`settings`: the failing node's model settings; `upstream`: the node that produced its input;
+    `inputs`: the run's inputs; `node`: the failing node itself."""
+    node: str | None
+    """The node to open: the failing node for `settings`/`node`, the producer for `upstream`."""
+    text: str
+    """One sentence for people."""
+
+
+def blame(trace: Trace, failure: Failure) -> Blame | None:
+    """An auth or configuration error points at the failing node's model settings (its upstream
+    nodes were fine); a rejected input at the upstream node that produced it; otherwise the
+    nearest upstream cause, when there is one."""
+    if failure.step is None:
+        return None
+    node = failure.step.node
+    if failure.kind in SETTINGS_KINDS:
+        models = sorted({c.model for c in trace.calls_of(node) if c.model})
+        used = f" (model {', '.join(models)})" if models else ""
+        what = "credentials (API key)" if failure.kind == "auth" else "configuration"
+        text = (
+            f"the model settings of {node}{used}: this {failure.kind} error comes from its {what}, not from its inputs"
+        )
+        return Blame("settings", node, text)
+    cause = failure.cause
+    if cause is None:
+        return Blame("node", node, f"{node} itself: nothing upstream fed it")
+    if cause.node == FLOW_INPUTS:
+        return Blame("inputs", None, f"the run's inputs: {cause.reason}")
+    return Blame("upstream", cause.node, f"{cause.node}: {cause.reason}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -18,6 +19,11 @@ def _experiments_page() -> None:
     from studio.app.experiments_page import render
 
     render()
+
+
+def _save_button(app: AppTest) -> Any:
+    """The save form's button (the page's start forms come first)."""
+    return next(b for b in app.button if b.label == "Save as a new flow file")
 
 
 def test_optimizer_experiment_page_and_saving_the_chosen_flow(
@@ -37,10 +43,10 @@ def test_optimizer_experiment_page_and_saving_the_chosen_flow(
     assert not app.exception, app.exception
     assert any("+" in c.value and "demos" in c.value for c in app.code), "the YAML diff shows the added demos"
     app.text_input(key="chosen_name").input("chosen.yaml")
-    app.button[0].click().run()
+    _save_button(app).click().run()
     assert (task.folder / "chosen.yaml").read_text() == out.read_text()
     app.text_input(key="chosen_name").input("chosen.yaml")
-    app.button[0].click().run()
+    _save_button(app).click().run()
     assert any("exists" in e.value for e in app.error)
 
 

@@ -111,10 +111,20 @@ def test_trace_of_a_failed_run_shows_the_failure_and_its_cause(app_env: dict[str
     assert app.error[0].value == "Failing node: `answer` (auth)"
     texts = [c.value for c in app.code]
     assert any("auth" in t for t in texts)
-    assert any("Nearest upstream cause:** `draft`" in m.value for m in app.markdown)
+    # an auth error is the failing node's own model settings, not its healthy upstream node (issue 20)
+    assert any(m.value == "**Look first at:** the model settings of `answer`" for m in app.markdown)
+    assert not any("Nearest upstream cause" in m.value for m in app.markdown)
+    assert any("upstream nodes finished normally: `draft`" in c.value for c in app.caption)
     assert app.selectbox(key=f"node_{app_env['failing_a']}").value == "answer"
     assert any(t.startswith("ANSWER using draft about " + XSS) for t in texts)  # the rendered prompt, as text
     assert app.query_params["run"] == app_env["failing_a"]
+
+
+def test_trace_shows_the_runs_inputs_and_outputs_first(app_env: dict[str, str]) -> None:
+    app = _page(_trace_page, run=app_env["failing_a"])
+    headings = [m.value for m in app.markdown]
+    assert headings.index("**Inputs**") < headings.index("**Outputs**")
+    assert "— (the run failed: see below)" in [c.value for c in app.caption]  # its missing outputs
 
 
 def test_selecting_a_node_shows_its_inputs_outputs_and_call(app_env: dict[str, str]) -> None:
@@ -160,8 +170,9 @@ def test_experiments_list_and_examples_with_links(app_env: dict[str, str]) -> No
     app = _page(_experiments_page)
     assert list(_table(app, "experiment")["experiment"]) == ["exp1"]
     examples = _table(app, "score")
-    assert list(examples["run"]) == [f"traces?run=exp1-r{n}" for n in range(3)]
-    assert list(examples["score"].fillna(-1)) == [1.0, 0.0, -1]
+    # failures first: the failed run, then the wrong answer, then the right one
+    assert list(examples["run"]) == [f"traces?run=exp1-r{n}" for n in (2, 1, 0)]
+    assert list(examples["score"].fillna(-1)) == [-1, 0.0, 1.0]
 
 
 def test_run_page_runs_a_flow_from_its_form(app_env: dict[str, str], seeded: tuple[Path, dict[str, str]]) -> None:

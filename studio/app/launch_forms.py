@@ -1,0 +1,198 @@
+"""The forms that start a batch or an optimizer search from the Experiments page.
+
+Each start is a separate process (`studio.app.launches`); the page only builds its command
+line: the flow from the studio's folder, a dataset picked from the folder or uploaded, the
+column mapping, the metric and the limits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from studio.app import launches
+from studio.app.run_page import SKIP_DIRS, flow_files
+from studio.app.settings import settings
+from studio.errors import FlowError
+from studio.evaluate.datasets import read_rows
+from studio.flow.spec import Flow, load_flow
+
+METRICS = ["exact", "contains", "f1", "regex", "json_match", "llm_judge"]
+NONE = "(none)"
+UPLOAD = "upload a file…"
+DATA_SUFFIXES = (".jsonl", ".csv")
+
+
+def data_files(folder: Path) -> list[Path]:
+    """JSONL and CSV files in `folder` and two levels below (not hidden ones), then uploads."""
+    found = [*folder.glob("*"), *folder.glob("*/*"), *folder.glob("*/*/*")]
+    chosen = []
+    for path in sorted(found):
+        parts = path.relative_to(folder).parts
+        if any(p.startswith(".") or p in SKIP_DIRS for p in parts) or path.suffix not in DATA_SUFFIXES:
+            continue
+        if path.is_file():
+            chosen.append(path)
+    uploads = launches.launch_dir(settings().db) / "uploads"
+    return chosen + (sorted(uploads.glob("*")) if uploads.is_dir() else [])
+
+
+def save_upload(name: str, data: bytes) -> Path:
+    """An uploaded dataset, kept beside the database so the started process can read it."""
+    if not name.endswith(DATA_SUFFIXES):
+        raise ValueError("upload a .jsonl or .csv file")
+    folder = launches.launch_dir(settings().db) / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / Path(name).name
+    target.write_bytes(data)
+    return target
+
+
+def columns_of(path: Path) -> list[str]:
+    """The dataset's columns (empty when it cannot be read; the started process says why)."""
+    try:
+        return read_rows(path)[1]
+    except FlowError:
+        return []
+
+
+def mapping_args(flow: Flow, columns: list[str], key: str) -> list[str]:
+    """A column for each flow input and an expected column for each output, as --map/--expect."""
+    args: list[str] = []
+    if not columns:
+        return args
+    st.markdown("**Columns** (flow input ← dataset column; flow output compared with a column)")
+    left, right = st.columns(2)
+    with left:
+        for name in flow.spec.inputs:
+            options = [NONE, *columns]
+            index = options.index(name) if name in columns else 0
+            column = st.selectbox(f"input `{name}`", options, index=index, key=f"{key}_map_{name}")
+            if column != NONE:
+                args += ["--map", f"{name}={column}"]
+    with right:
+        for name in flow.spec.outputs:
+            options = [NONE, *columns]
+            guess = (
+                name if name in columns else next((c for c in ("expected", "answer", "label") if c in columns), None)
+            )
+            index = options.index(guess) if guess else 0
+            column = st.selectbox(f"expected `{name}`", options, index=index, key=f"{key}_expect_{name}")
+            if column != NONE:
+                args += ["--expect", f"{name}={column}"]
+    return args
+
+
+def _dataset(label: str, key: str, files: list[Path], folder: Path, *, optional: bool = False) -> Path | None:
+    names = {str(p): _shown(p, folder) for p in files}
+    options = ([NONE] if optional else []) + list(names) + [UPLOAD]
+    choice = st.selectbox(label, options, key=key, format_func=lambda o: names.get(o, o))
+    if choice == NONE:
+        return None
+    if choice != UPLOAD:
+        return Path(choice)
+    uploaded = st.file_uploader(f"{label}: JSONL or CSV", type=["jsonl", "csv"], key=f"{key}_upload")
+    if uploaded is None:
+        return None
+    try:
+        return save_upload(uploaded.name, uploaded.getvalue())
+    except (OSError, ValueError) as err:
+        st.error(str(err))
+        return None
+
+
+def _shown(path: Path, folder: Path) -> str:
+    try:
+        return str(path.relative_to(folder))
+    except ValueError:
+        return f"uploaded: {path.name}"
+
+
+def _flow(key: str, folder: Path) -> tuple[Path, Flow] | None:
+    files = flow_files(folder)
+    if not files:
+        st.info(f"No flow files in {folder}.")
+        return None
+    path = st.selectbox("Flow", files, key=f"{key}_flow", format_func=lambda p: str(p.relative_to(folder)))
+    try:
+        return path, load_flow(path)
+    except FlowError as err:
+        st.error(f"{path.name} does not load: {err}")
+        return None
+
+
+def _started(record: launches.Launch) -> None:
+    st.query_params.pop("experiment", None)
+    st.query_params["launch"] = record.token
+    st.toast(f"Started {record.kind} (process {record.pid})")
+    st.rerun()
+
+
+def batch_form() -> None:
+    """Flow, dataset, columns, metric, concurrency; Start runs `flowstudio batch` in the background."""
+    folder = settings().flows_dir
+    chosen = _flow("batch", folder)
+    if chosen is None:
+        return
+    path, flow = chosen
+    data = _dataset("Dataset", "batch_data", data_files(folder), folder)
+    if data is None:
+        st.caption("Pick a dataset or upload one.")
+        return
+    args = ["--data", str(data), *mapping_args(flow, columns_of(data), "batch")]
+    left, right = st.columns(2)
+    metric = left.selectbox("Metric", [*METRICS, NONE], key="batch_metric")
+    concurrency = right.number_input("Concurrency", min_value=1, max_value=64, value=4, key="batch_concurrency")
+    if metric != NONE:
+        args += ["--metric", metric]
+    args += ["--concurrency", str(int(concurrency))]
+    if st.button("Start batch", type="primary", key="start_batch"):
+        _started(launches.start(settings().db, "batch", str(path), args, cwd=folder))
+
+
+def search_form() -> None:
+    """Flow, train/dev/test, columns, metric, budget in calls and USD, proposer; Start runs `flowstudio optimize`."""
+    folder = settings().flows_dir
+    chosen = _flow("search", folder)
+    if chosen is None:
+        return
+    path, flow = chosen
+    files = data_files(folder)
+    train = _dataset("Train set (demos are drawn from it)", "search_train", files, folder)
+    dev = _dataset("Dev set (candidates are scored on it)", "search_dev", files, folder)
+    test = _dataset("Test set (held out, for the report)", "search_test", files, folder, optional=True)
+    if train is None or dev is None:
+        st.caption("Pick a train and a dev set.")
+        return
+    args: list[Any] = ["--train", str(train), "--dev", str(dev)]
+    if test is not None:
+        args += ["--test", str(test)]
+    args += mapping_args(flow, columns_of(dev), "search")
+    one, two, three, four = st.columns(4)
+    metric = one.selectbox("Metric", METRICS, key="search_metric")
+    calls = two.number_input("Budget (model calls)", min_value=1, value=100, key="search_calls")
+    usd = three.number_input("Budget (USD, 0: none)", min_value=0.0, value=0.0, format="%.4f", key="search_usd")
+    proposer = four.text_input(
+        "Proposer alias", value="", key="search_proposer", help="Empty: `proposer`, else `default`."
+    )
+    args += ["--metric", metric, "--budget-calls", str(int(calls))]
+    if usd > 0:
+        args += ["--budget-usd", str(usd)]
+    if proposer.strip():
+        args += ["--proposer", proposer.strip()]
+    out = path.with_name(f"{path.stem}.optimized.yaml")
+    args += ["--out", str(out)]
+    if st.button("Start search", type="primary", key="start_search"):
+        _started(launches.start(settings().db, "optimize", str(path), [str(a) for a in args], cwd=folder))
+
+
+def render() -> None:
+    """The two start forms, folded away until wanted."""
+    with st.expander("Start a batch or a search", expanded=False):
+        batch_tab, search_tab = st.tabs(["Batch evaluation", "Optimizer search"])
+        with batch_tab:
+            batch_form()
+        with search_tab:
+            search_form()

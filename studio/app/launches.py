@@ -1,0 +1,170 @@
+"""Batches and searches started from the studio: each runs as its own process
+(`python -m studio batch|optimize ... --json`), detached in a new session so it outlives the
+page and the browser. The process writes its progress to the experiment's summary
+(`studio.evaluate.live`); a small launch file next to the database keeps its pid, command and
+log, so a launch that fails before its experiment exists still shows why.
+
+State is always derived from the store and the process table, never from the page's session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from studio.evaluate.live import LAUNCH_ENV
+from studio.store.base import ExperimentRecord, Store, new_id, now
+
+State = Literal["starting", "running", "finished", "stopped", "failed", "unfinished"]
+"""`unfinished`: no summary and no process the studio started (a terminal batch, running or killed)."""
+LOG_TAIL = 2000
+
+
+@dataclass
+class Launch:
+    """One process the studio started."""
+
+    token: str
+    """Ties the process to its experiment (the summary's `launch`)."""
+    kind: str
+    """`batch` or `optimize`."""
+    flow: str
+    """The flow file."""
+    pid: int
+    """The process id (also its process group: it leads a new session)."""
+    argv: list[str] = field(default_factory=list)
+    """The command line."""
+    log: str = ""
+    """Where its stdout and stderr go."""
+    started_at: str = field(default_factory=now)
+    """ISO 8601, UTC."""
+
+
+def launch_dir(db: Path) -> Path:
+    return db.parent / f"{db.name}.launches"
+
+
+def start(db: Path, kind: str, flow: str, args: list[str], *, cwd: Path | None = None) -> Launch:
+    """Start `flowstudio KIND FLOW ARGS --json --db DB` in its own session; returns its record."""
+    token = new_id()
+    folder = launch_dir(db)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / f"{token}.log"
+    argv = [sys.executable, "-m", "studio", kind, flow, *args, "--json", "--db", str(db)]
+    env = {**os.environ, LAUNCH_ENV: token}
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+            start_new_session=True,
+        )  # fmt: skip
+    record = Launch(token=token, kind=kind, flow=flow, pid=process.pid, argv=argv, log=str(log))
+    (folder / f"{token}.json").write_text(json.dumps(asdict(record)), encoding="utf-8")
+    return record
+
+
+def launches(db: Path) -> list[Launch]:
+    """Every launch recorded next to `db`, newest first."""
+    folder = launch_dir(db)
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in folder.glob("*.json"):
+        try:
+            found.append(Launch(**json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(found, key=lambda launch: launch.started_at, reverse=True)
+
+
+def alive(pid: int | None) -> bool:
+    """Whether `pid` is a live process (a zombie is reaped and counts as gone)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child (started before a reload of the server): ask the process table
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def state(experiment: ExperimentRecord, launch: Launch | None = None) -> State:
+    """What an experiment is doing, from its stored summary and whether its process lives."""
+    summary = experiment.summary
+    if summary is None:
+        if launch is None:
+            return "unfinished"
+        return "starting" if alive(launch.pid) else "failed"
+    status = summary.get("status")
+    if status == "running":
+        pid = summary.get("pid") or (launch.pid if launch else None)
+        return "running" if pid is None or alive(pid) else "failed"
+    if status in ("stopped", "interrupted"):
+        return "stopped"
+    if status == "failed":
+        return "failed"
+    return "finished"
+
+
+def by_token(db: Path) -> dict[str, Launch]:
+    return {launch.token: launch for launch in launches(db)}
+
+
+def launch_of(experiment: ExperimentRecord, known: dict[str, Launch]) -> Launch | None:
+    token = (experiment.summary or {}).get("launch")
+    return known.get(token) if isinstance(token, str) else None
+
+
+def pending(db: Path, experiments: list[ExperimentRecord]) -> list[tuple[Launch, State]]:
+    """Launches that have no experiment yet: still starting, or failed before making one."""
+    tied = {(e.summary or {}).get("launch") for e in experiments}
+    return [
+        (launch, "starting" if alive(launch.pid) else "failed") for launch in launches(db) if launch.token not in tied
+    ]
+
+
+def log_tail(launch: Launch) -> str:
+    try:
+        text = Path(launch.log).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    return text[-LOG_TAIL:]
+
+
+def cancel(store: Store, experiment: ExperimentRecord, launch: Launch | None = None) -> None:
+    """Stop the experiment's process group and record it as stopped."""
+    summary = experiment.summary or {}
+    pid = summary.get("pid") or (launch.pid if launch else None)
+    if isinstance(pid, int) and alive(pid):
+        try:
+            if os.getpgid(pid) == pid:  # it leads its own group (the studio started it): stop it all
+                os.killpg(pid, signal.SIGTERM)
+            else:
+                os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            pass
+    store.finish_experiment(experiment.experiment_id, {**summary, "status": "stopped", "stopped_at": now()})
+
+
+def progress(experiment: ExperimentRecord) -> dict[str, Any]:
+    """The live fields of a running experiment's summary, for the progress line."""
+    summary = experiment.summary or {}
+    keys = ("done", "total", "score", "best_dev", "calls", "budget_calls", "cost_usd", "eta_s", "elapsed_s")
+    return {k: summary[k] for k in keys if summary.get(k) is not None}

@@ -1,0 +1,64 @@
+"""Live progress of a running experiment, written to its stored summary while it runs.
+
+A batch or a search started from the studio runs in its own process; the studio learns how
+far it got only from the store. `LiveSummary` merges `status: running`, the process id and
+the progress fields into the experiment's summary, at most every `every_s` seconds (the
+final summary replaces them when the experiment finishes). Only processes the studio started
+(with `FLOWSTUDIO_LAUNCH` set) write them: a batch run in a terminal keeps its summary empty
+until it finishes, as `batch --resume` documents.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from studio.store.base import Store, now
+
+LAUNCH_ENV = "FLOWSTUDIO_LAUNCH"
+"""Set by the studio on a process it starts: the token that ties the experiment to the launch."""
+
+
+class LiveSummary:
+    """Periodic progress writes for one experiment."""
+
+    def __init__(self, store: Store, experiment_id: str, *, every_s: float = 0.5) -> None:
+        self.store, self.experiment_id, self.every_s = store, experiment_id, every_s
+        self.started = time.monotonic()
+        self.last = 0.0
+
+    def update(self, *, force: bool = False, **fields: Any) -> None:
+        """Merge `fields` into the stored summary (skipped when the last write is too recent)."""
+        if not os.environ.get(LAUNCH_ENV):
+            return
+        clock = time.monotonic()
+        if not force and clock - self.last < self.every_s:
+            return
+        self.last = clock
+        experiment = self.store.get_experiment(self.experiment_id)
+        if experiment is None:
+            return
+        current = experiment.summary or {}
+        if current.get("status") not in (None, "running"):
+            return  # finished, stopped or failed already: never overwrite the outcome
+        live = {
+            **current,
+            **fields,
+            "status": "running",
+            "pid": os.getpid(),
+            "launch": os.environ.get(LAUNCH_ENV),
+            "elapsed_s": round(clock - self.started, 3),
+            "updated_at": now(),
+        }
+        done, total = live.get("done"), live.get("total")
+        if isinstance(done, int) and isinstance(total, int) and 0 < done <= total:
+            live["eta_s"] = round((clock - self.started) / done * (total - done), 1)
+        self.store.finish_experiment(self.experiment_id, live)
+
+    def tag(self) -> None:
+        """Keep the launch token on the final summary too (the studio finds its launch by it)."""
+        token = os.environ.get(LAUNCH_ENV)
+        experiment = self.store.get_experiment(self.experiment_id)
+        if token and experiment is not None and experiment.summary is not None:
+            self.store.finish_experiment(self.experiment_id, {**experiment.summary, "launch": token})

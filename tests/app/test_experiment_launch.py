@@ -1,0 +1,184 @@
+"""Starting, following and stopping batches from the studio: real processes, a real store."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from studio.app import launches
+from studio.app.settings import DIR_ENV
+from studio.evaluate.live import LAUNCH_ENV, LiveSummary
+from studio.store import SQLiteStore
+from studio.store.base import ExperimentRecord
+from tests.app.launch_seed import slow_folder, wait_for
+from tests.optimize.conftest import DEMO_RULES, MakeTask
+
+TIMEOUT = 30
+
+
+def _experiments_page() -> None:
+    from studio.app.experiments_page import render
+
+    render()
+
+
+def _record(store: SQLiteStore, summary: dict[str, object] | None) -> ExperimentRecord:
+    store.create_experiment(ExperimentRecord("e1", "batch", "qa"))
+    if summary is not None:
+        store.finish_experiment("e1", summary)
+    found = store.get_experiment("e1")
+    assert found is not None
+    return found
+
+
+def _wait_gone(pid: int, timeout_s: float = 5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while launches.alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} is still alive"
+        time.sleep(0.05)
+
+
+def test_live_summary_records_progress_and_never_overwrites_the_outcome(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(LAUNCH_ENV, "token1")
+    store = SQLiteStore(tmp_path / "s.db")
+    _record(store, None)
+    live = LiveSummary(store, "e1", every_s=60)
+    live.update(force=True, done=1, total=4, score=1.0)
+    live.update(done=2, total=4)  # too soon after the last write: skipped
+    summary = store.get_experiment("e1").summary  # type: ignore[union-attr]
+    assert summary is not None
+    assert (summary["status"], summary["pid"], summary["done"], summary["total"]) == ("running", os.getpid(), 1, 4)
+    assert summary["eta_s"] >= 0 and summary["launch"] == "token1"
+    store.finish_experiment("e1", {"status": "finished", "score": 0.5})
+    live.update(force=True, done=4, total=4)
+    assert store.get_experiment("e1").summary == {"status": "finished", "score": 0.5}  # type: ignore[union-attr]
+    store.close()
+
+
+def test_state_follows_the_summary_and_the_process(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        experiment = _record(store, {"status": "running", "pid": sleeper.pid})
+        assert launches.state(experiment) == "running"
+        sleeper.kill()
+        sleeper.wait()
+        assert launches.state(experiment) == "failed"  # running in the store, but its process is gone
+    finally:
+        sleeper.kill()
+    for status, expected in (("finished", "finished"), ("stopped", "stopped"), ("interrupted", "stopped")):
+        experiment.summary = {"status": status}
+        assert launches.state(experiment) == expected
+    experiment.summary = {"mean": 0.5}  # a summary without status: an older finished batch
+    assert launches.state(experiment) == "finished"
+    experiment.summary = None
+    assert launches.state(experiment) == "unfinished"  # a terminal batch: no summary, no launch
+    launch = launches.Launch(token="t", kind="batch", flow="qa.yaml", pid=sleeper.pid)
+    assert launches.state(experiment, launch) == "failed"  # started by the studio, gone without a summary
+    store.close()
+
+
+def test_a_started_batch_reports_progress_and_can_be_stopped(tmp_path: Path) -> None:
+    folder = slow_folder(tmp_path, delay_s=0.5, copies=5)
+    db = tmp_path / "s.db"
+    launch = launches.start(
+        db, "batch", str(folder / "qa.yaml"), ["--data", "data/qa.jsonl", "--concurrency", "1"], cwd=folder
+    )
+    running = wait_for(db, lambda e: (e.summary or {}).get("done", 0) >= 1)
+    assert running.summary is not None and running.summary["launch"] == launch.token
+    assert running.summary["total"] == 20
+    assert launches.state(running, launch) == "running"
+    store = SQLiteStore(db)
+    try:
+        launches.cancel(store, running, launch)
+        stopped = store.get_experiment(running.experiment_id)
+    finally:
+        store.close()
+    assert stopped is not None and launches.state(stopped, launch) == "stopped"
+    _wait_gone(launch.pid)
+    assert (stopped.summary or {}).get("done", 0) < 20
+
+
+def test_a_launch_that_fails_before_its_experiment_shows_its_error(tmp_path: Path) -> None:
+    folder = slow_folder(tmp_path)
+    db = tmp_path / "s.db"
+    launch = launches.start(db, "batch", str(folder / "qa.yaml"), ["--data", "missing.jsonl"], cwd=folder)
+    _wait_gone(launch.pid, timeout_s=30)
+    assert launches.pending(db, []) == [(launch, "failed")]
+    assert "dataset file not found" in launches.log_tail(launch)
+
+
+def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = slow_folder(tmp_path, delay_s=0.0, copies=1)
+    db = tmp_path / "s.db"
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(folder))
+    app = AppTest.from_function(_experiments_page, default_timeout=TIMEOUT)
+    app.run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="batch_flow").options == ["qa.yaml"]
+    assert app.selectbox(key="batch_data").value == str(folder / "data" / "qa.jsonl")
+    assert app.selectbox(key="batch_map_question").value == "question"
+    assert app.selectbox(key="batch_expect_answer").value == "answer"
+    app.selectbox(key="batch_metric").set_value("contains")
+    app.number_input(key="batch_concurrency").set_value(2)
+    app.button(key="start_batch").click().run()
+    assert not app.exception, app.exception
+    (launch,) = launches.launches(db)
+    assert launch.argv[3:] == ["batch", str(folder / "qa.yaml"), "--data", str(folder / "data" / "qa.jsonl"),
+                               "--map", "question=question", "--expect", "answer=answer", "--metric", "contains",
+                               "--concurrency", "2", "--json", "--db", str(db)]  # fmt: skip
+    finished = wait_for(db, lambda e: (e.summary or {}).get("status") == "finished")
+    app.run()
+    assert not app.exception, app.exception
+    assert any("finished" in m.value for m in app.markdown)
+    listed = next(t.value for t in app.dataframe if "state" in t.value.columns)
+    assert list(listed["state"]) == ["finished"]
+    assert listed["summary"].iloc[0].startswith(f"score {finished.summary['score']:.3f} · 1 errors of 4")  # type: ignore[index]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Score"] == f"{finished.summary['score']:.3f}"  # type: ignore[index]
+    assert metrics["Errors"] == "1"
+    assert metrics["Cost"].startswith("$")
+    table = next(t.value for t in app.dataframe if "expected" in t.value.columns)
+    first = table.iloc[0]
+    assert (first["status"], first["expected"], first["got"]) == ("failed", "x", "—")  # failures first
+    row = table[table["expected"] == "paris"].iloc[0]
+    assert (row["got"], row["score"]) == ("Paris.", 1.0)
+    assert all(link.startswith("traces?run=") for link in table["run"])
+
+
+def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, monkeypatch: pytest.MonkeyPatch) -> None:
+    task = make_task(DEMO_RULES)
+    db = task.folder / "flowstudio.db"
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(task.folder))
+    app = AppTest.from_function(_experiments_page, default_timeout=TIMEOUT)
+    app.run()
+    app.selectbox(key="search_train").set_value(str(task.train))
+    app.selectbox(key="search_dev").set_value(str(task.dev))
+    app.selectbox(key="search_metric").set_value("exact")
+    app.number_input(key="search_calls").set_value(120)
+    app.button(key="start_search").click().run()
+    assert not app.exception, app.exception
+    (launch,) = launches.launches(db)
+    argv = launch.argv[3:]
+    assert argv[:2] == ["optimize", str(task.flow)]
+    assert argv[argv.index("--train") + 1] == str(task.train) and argv[argv.index("--dev") + 1] == str(task.dev)
+    assert argv[argv.index("--budget-calls") + 1] == "120"
+    assert "--test" not in argv and "--budget-usd" not in argv
+    done = wait_for(db, lambda e: (e.summary or {}).get("status") == "finished")
+    summary = done.summary or {}
+    assert 0 < summary["calls"] <= 120
+    assert summary["launch"] == launch.token  # the live writes tied it to its launch
+    app.run()
+    assert not app.exception, app.exception
+    assert any("finished" in m.value for m in app.markdown)
+    assert any(m.value == "**Candidates**" for m in app.markdown)
