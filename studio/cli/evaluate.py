@@ -157,11 +157,7 @@ def _batch_live(prepared: Any, store: Any) -> Any:
         if live:
             live[0].update(force=done == total, done=done, total=total, score=score, cost_usd=round(cost_usd, 10))
 
-    try:
-        return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
-    finally:
-        if live:
-            live[0].tag()
+    return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
 
 
 def _batch_with_progress(prepared: Any, store: Any) -> Any:

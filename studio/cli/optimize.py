@@ -162,10 +162,7 @@ def _optimize_live(prepared: Any, store: Any) -> Any:
         live.update(**fields)
 
     run.progress = progress
-    try:
-        return asyncio.run(run.run())
-    finally:
-        live.tag()
+    return asyncio.run(run.run())
 
 
 def _optimize_with_progress(prepared: Any, store: Any) -> Any:

@@ -23,6 +23,7 @@ from typing import Any
 from studio.errors import InputError
 from studio.evaluate.datasets import Dataset, Example, load_dataset
 from studio.evaluate.executors import Executor, LocalExecutor, Outcome, outcome_of
+from studio.evaluate.live import tagged
 from studio.evaluate.metrics import Metric, MetricError, resolve_metric
 from studio.evaluate.options import DEFAULT_CONCURRENCY, KIND, BatchOptions, check_unchanged, resumed_options
 from studio.evaluate.reports import experiment_row, print_experiments, print_summary
@@ -193,7 +194,7 @@ async def run_batch(
         # left unfinished, so `batch --resume` can continue it once fixed
         return BatchResult(experiment_id, replace(summary, status="stopped"), ordered, dataset)
     scores = {r.outcome.run_id: r.score for r in ordered if r.outcome.run_id and r.score is not None}
-    store.finish_experiment(experiment_id, {**summary, "scores": scores})  # per-run scores for the studio
+    store.finish_experiment(experiment_id, tagged({**summary, "scores": scores}))  # per-run scores for the studio
     return BatchResult(experiment_id, summary, ordered, dataset)
 
 

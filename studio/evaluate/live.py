@@ -3,7 +3,7 @@
 A batch or a search started from the studio runs in its own process; the studio learns how
 far it got only from the store. `LiveSummary` merges `status: running`, the process id and
 the progress fields into the experiment's summary, at most every `every_s` seconds (the
-final summary replaces them when the experiment finishes). Only processes the studio started
+final summary, `tagged` with the same launch token, replaces them when the experiment finishes). Only processes the studio started
 (with `FLOWSTUDIO_LAUNCH` set) write them: a batch run in a terminal keeps its summary empty
 until it finishes, as `batch --resume` documents.
 """
@@ -56,9 +56,10 @@ class LiveSummary:
             live["eta_s"] = round((clock - self.started) / done * (total - done), 1)
         self.store.finish_experiment(self.experiment_id, live)
 
-    def tag(self) -> None:
-        """Keep the launch token on the final summary too (the studio finds its launch by it)."""
-        token = os.environ.get(LAUNCH_ENV)
-        experiment = self.store.get_experiment(self.experiment_id)
-        if token and experiment is not None and experiment.summary is not None:
-            self.store.finish_experiment(self.experiment_id, {**experiment.summary, "launch": token})
+
+def tagged(summary: dict[str, Any]) -> dict[str, Any]:
+    """`summary` with the launch token of a studio-started process, so every write keeps it
+    (the studio ties an experiment to its launch by it; a write without it would show the
+    launch as a second, still starting, row)."""
+    token = os.environ.get(LAUNCH_ENV)
+    return {**summary, "launch": token} if token else summary

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import InputError
+from studio.evaluate.live import tagged
 from studio.evaluate.metrics import resolve_metric
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.optimize import pareto, report
@@ -161,7 +162,7 @@ class Optimization:
             before_test, after_test = await self._test(evaluator, search.candidates[0], chosen)
         result = self._report(search, chosen, before_test, after_test, report_meter)
         self.store.finish_experiment(
-            self.experiment_id, {**result, "status": "finished", "scores": self._scores(search)}
+            self.experiment_id, tagged({**result, "status": "finished", "scores": self._scores(search)})
         )
         return OptimizeResult(self.experiment_id, result)
 
@@ -194,7 +195,7 @@ class Optimization:
             "tokens": self.meter.tokens,
             "cost_usd": round(self.meter.cost_usd, 10),
         }
-        self.store.finish_experiment(self.experiment_id, summary)
+        self.store.finish_experiment(self.experiment_id, tagged(summary))
 
     def _choose(self, search: Search) -> Candidate:
         """The best dev score among fully evaluated candidates within the cost limit: the search's
