@@ -15,6 +15,9 @@ import difflib
 import json
 import math
 import re
+import uuid
+import weakref
+from collections import OrderedDict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,6 +38,53 @@ CONSTRAINED_TOKENS = 32
 """Room for `{"label": "..."}` in a constrained answer."""
 Method = Literal["logprobs", "constrained", "text"]
 """`logprobs`, `constrained` or `text`: how the label was chosen."""
+PRIORS_KEPT = 256
+"""How many content-free priors the process remembers (one per model and prompt)."""
+
+
+class Priors:
+    """Content-free priors by (model, prompt), shared by every run in the process.
+
+    A prior depends only on the model and the prompt around the text, never on the run, so
+    it is asked once and reused by later runs; the node instance (which lives in a cached plan
+    shared by concurrent runs, each possibly bound to another model) holds no state. Two runs
+    that miss at the same moment both ask: the answers are the same, so either may be kept.
+    """
+
+    def __init__(self, kept: int = PRIORS_KEPT) -> None:
+        self.kept = kept
+        self.known: OrderedDict[tuple[str, str], dict[str, float] | None] = OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> tuple[bool, dict[str, float] | None]:
+        """Whether `key` is known, and its prior."""
+        if key not in self.known:
+            return False, None
+        self.known.move_to_end(key)
+        return True, self.known[key]
+
+    def put(self, key: tuple[str, str], prior: dict[str, float] | None) -> None:
+        self.known[key] = prior
+        self.known.move_to_end(key)
+        while len(self.known) > self.kept:
+            self.known.popitem(last=False)
+
+
+PRIORS = Priors()
+
+
+_UNNAMED: weakref.WeakKeyDictionary[object, str] = weakref.WeakKeyDictionary()
+
+
+def model_identity(llm: object) -> str:
+    """What a prior depends on besides the prompt: the bound model's identity where it says
+    (`BoundLLM.identity`), else a token for the client object itself while it lives (a fake)."""
+    identity = getattr(llm, "identity", None)
+    if isinstance(identity, str):
+        return identity
+    try:
+        return _UNNAMED.setdefault(llm, uuid.uuid4().hex)
+    except TypeError:  # not weakly referable: never shared
+        return uuid.uuid4().hex
 
 
 def nearest_label(reply: str, labels: list[str]) -> str:
@@ -164,10 +214,6 @@ class Classify(Node):
 
     config: Config
 
-    def __init__(self, config: BaseModel, **kwargs: Any) -> None:
-        super().__init__(config, **kwargs)
-        self._priors: dict[int, dict[str, float] | None] = {}
-
     def model_calls(self) -> float:
         return strategies.calls(self.config.strategy, self.config.samples)
 
@@ -270,13 +316,17 @@ class Classify(Node):
         return await self.complete(self.prompt(text, variant), ctx)
 
     async def prior(self, ctx: NodeContext, variant: int = 0) -> dict[str, float] | None:
-        """The prompt's label shares for content-free texts, asked once; None without logprobs."""
-        if variant not in self._priors:
-            tops = [first_position(await self.ask(text, ctx, variant)) for text in CONTENT_FREE]
-            found = [top for top in tops if top is not None]
-            prior = content_free_prior(found, self.config.labels) if len(found) == len(tops) else None
-            self._priors[variant] = prior
-        return self._priors[variant]
+        """The prompt's label shares for content-free texts, asked once per model and prompt in
+        the process (`PRIORS`); None without logprobs."""
+        key = (model_identity(ctx.llm), repr((self.prompt(CONTENT_FREE[0], variant), self.config.labels)))
+        known, prior = PRIORS.get(key)
+        if known:
+            return prior
+        tops = [first_position(await self.ask(text, ctx, variant)) for text in CONTENT_FREE]
+        found = [top for top in tops if top is not None]
+        prior = content_free_prior(found, self.config.labels) if len(found) == len(tops) else None
+        PRIORS.put(key, prior)
+        return prior
 
     async def scores(self, reply: Completion, ctx: NodeContext, variant: int = 0) -> dict[str, float] | None:
         """Each label's (calibrated) share from the reply's logprobs; None when it has none."""

@@ -21,7 +21,9 @@ class Generate(Node):
     """Generate text from a prompt template."""
 
     uses_model = True
-    tunable = Tunable(fields=("instructions", "demos", "form", "strategy", "samples", "stop"), output="text")
+    tunable = Tunable(
+        fields=("instructions", "demos", "form", "strategy", "samples", "stop"), output="text", drafts=True
+    )
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

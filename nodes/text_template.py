@@ -27,6 +27,7 @@ class Template(Node):
         """The rendered text."""
 
     config: Config
+    reshapes = True
 
     def templates(self) -> list[tuple[str, str]]:
         return [("template", self.config.template)]

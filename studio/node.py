@@ -241,6 +241,10 @@ class Tunable:
     """The prompt form when the config names none."""
     logprobs: tuple[str, ...] = ()
     """Model-string prefixes (`local/`) on which the node scores its labels by logprobs."""
+    drafts: bool = False
+    """Whether the node writes a free-text answer from the `prompt` template in its config
+    (`llm.generate`): the optimizer's topology moves may tidy or rewrite that answer after it,
+    turn it into an arithmetic expression, or remove the node when it only passes text on."""
 
 
 class Node:
@@ -259,6 +263,10 @@ class Node:
     (`control.switch`): the consumers of that port are skipped."""
     tunable: ClassVar[Tunable | None] = None
     """What the optimizer may tune in this node type; None: it leaves the node alone."""
+    reshapes: ClassVar[bool] = False
+    """Whether the node only reshapes its inputs into its output, with no model call and no
+    effect outside the run (`text.template`): the optimizer looks through such a node to find
+    where a flow output's answer comes from, and may remove one that passes its only wire on."""
     flow_dir: Path
     """Directory of the flow the node belongs to; the compiler passes it at construction."""
 

@@ -172,13 +172,15 @@ def _surface(node_type: str) -> Tunable | None:
 
 
 def answer_source(flow: Flow, output: str) -> tuple[Ref, str | None] | None:
-    """The wire a flow output reads its answer from, directly or through one `text.template`
-    whose inputs are all that wire: (wire, the template or None)."""
+    """The wire a flow output reads its answer from, directly or through one node that only
+    reshapes it (`Node.reshapes`, e.g. a `text.template`) whose inputs are all that wire:
+    (wire, that node or None)."""
     ref = parse_value(flow.spec.outputs.get(output))
     if not isinstance(ref, Ref):
         return None
     hop = flow.spec.nodes.get(ref.node)
-    if hop is None or hop.type != "text.template":
+    found = registry.get(hop.type) if hop is not None else None
+    if hop is None or found is None or not found.reshapes:
         return ref, None
     wires = [parse_value(v) for v in hop.inputs.values()]
     if not wires or not isinstance(wires[0], Ref) or any(w != wires[0] for w in wires):

@@ -139,7 +139,10 @@ def prepare(options: OptimizeOptions) -> Prepared:
     if out.resolve() == Path(options.flow).resolve():
         raise InputError("--out must not be the input flow: the optimizer never changes it in place", field="--out")
     if not tunable_nodes(flow):
-        raise InputError("nothing to optimize: the flow has no llm.generate or llm.classify node", file=flow.file)
+        raise InputError(
+            "nothing to optimize: no node in the flow has a tunable surface (llm.generate, llm.classify, ...)",
+            file=flow.file,
+        )
     train = _dataset(options.train, plan, options)
     if len(train.examples) < MIN_TRAIN:
         raise DataError(

@@ -1,17 +1,20 @@
 """Topology moves: add or remove a node from a small operator set (the AFlow / MASS idea).
 
 They are made from the current best flow's plan, so a node an earlier move added can go again
-and one it removed is not offered:
+and one it removed is not offered. Which nodes they apply to comes from what node types declare,
+never from their type names: a *drafting* node writes a free-text answer from a `prompt`
+(`Tunable.drafts`, e.g. `llm.generate`); a *reshaping* node only rewrites its inputs
+(`Node.reshapes`, e.g. `text.template`). The nodes the moves add are built-in ones.
 
-- remove: a `text.template` or `llm.generate` node with exactly one wire in, whose output has
+- remove: a reshaping or drafting node with exactly one wire in, whose output has
   that wire's type; its consumers and the flow outputs read the wire instead. Never the last
   model node, a node under a `when` guard, or one another node names in `when` or `after`.
-- tidy: after an `llm.generate` node a flow output reads, a `text.template` that keeps the first
+- tidy: after a drafting node a flow output reads, a `text.template` that keeps the first
   non-empty line of the answer, trimmed; the output reads it. No model call.
 - answer: after such a node, an `llm.generate` in completion form that reads the node's prompt
   and its draft and writes the final answer only (AFlow's format operator): one call more.
 - calculate: where a flow output is expected to be a number (every train answer is one), the
-  `llm.generate` node behind it writes an arithmetic expression instead and a `tool.python` node
+  drafting node behind it writes an arithmetic expression instead and a `tool.python` node
   works it out with the built-in `calculator` tool (AFlow's programmer operator, program-of-thought
   prompting); the output reads the tool's result. No model call more.
 """
@@ -24,12 +27,12 @@ from typing import Any
 from studio.evaluate.datasets import Dataset
 from studio.evaluate.metrics import is_number
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
+from studio.node import Node
 from studio.optimize.candidates import REMOVE, Path, answer_source
 from studio.optimize.moves import Move
 from studio.runtime.compiler import Plan
 from studio.types import PortType
 
-REMOVABLE = ("text.template", "llm.generate")
 TIDY = "{{ text.strip().split('\\n')[0].strip() }}"
 """The first non-empty line, trimmed (sandboxed Jinja2)."""
 DRAFT = "draft"
@@ -79,6 +82,17 @@ def _type(plan: Plan, ref: Ref) -> PortType | None:
     return None if planned is None else planned.node.output_ports().get(ref.port)
 
 
+def drafts(node: Node) -> bool:
+    """Whether the node writes a free-text answer from a prompt (`Tunable.drafts`)."""
+    return node.tunable is not None and node.tunable.drafts
+
+
+def _answer(plan: Plan, node_id: str) -> Ref:
+    """The port that carries a drafting node's answer (`Tunable.output`)."""
+    tunable = plan.nodes[node_id].node.tunable
+    return Ref(node_id, tunable.output if tunable is not None else "text")
+
+
 def remove_moves(plan: Plan) -> list[Move]:
     """Remove a pass-through-shaped node; whatever read it reads its one input wire instead."""
     model_nodes = sum(1 for planned in plan.nodes.values() if planned.node.uses_model)
@@ -87,7 +101,8 @@ def remove_moves(plan: Plan) -> list[Move]:
     moves = []
     for node_id, spec in plan.flow.spec.nodes.items():
         planned = plan.nodes[node_id]
-        if spec.type not in REMOVABLE or spec.when is not None or node_id in named:
+        removable = planned.node.reshapes or drafts(planned.node)
+        if not removable or spec.when is not None or node_id in named:
             continue
         if planned.node.uses_model and model_nodes == 1:
             continue
@@ -106,17 +121,17 @@ def remove_moves(plan: Plan) -> list[Move]:
 
 
 def _answering(plan: Plan) -> list[str]:
-    """`llm.generate` nodes whose answer a flow output reads directly, in file order."""
+    """Drafting nodes whose answer a flow output reads directly, in file order."""
     read = {value for value in plan.outputs.values() if isinstance(value, Ref)}
     return [
         node_id
-        for node_id, spec in plan.flow.spec.nodes.items()
-        if spec.type == "llm.generate" and Ref(node_id, "text") in read
+        for node_id in plan.flow.spec.nodes
+        if drafts(plan.nodes[node_id].node) and _answer(plan, node_id) in read
     ]
 
 
 def tidy_moves(plan: Plan) -> list[Move]:
-    """A `text.template` after an answering node that keeps the first non-empty line of its answer."""
+    """A `text.template` after a drafting node that keeps the first non-empty line of its answer."""
     moves = []
     for node_id in _answering(plan):
         tidy = f"{node_id}_tidy"
@@ -125,17 +140,17 @@ def tidy_moves(plan: Plan) -> list[Move]:
         node = {
             "type": "text.template",
             "description": "The first non-empty line of the answer, trimmed (added by the optimizer).",
-            "inputs": {"text": str(Ref(node_id, "text"))},
+            "inputs": {"text": str(_answer(plan, node_id))},
             "config": {"template": TIDY},
         }
         edits: dict[Path, Any] = {("nodes", tidy): node}
-        edits.update(_rewired(plan, str(Ref(node_id, "text")), str(Ref(tidy, "text")), consumers=False))
+        edits.update(_rewired(plan, str(_answer(plan, node_id)), str(Ref(tidy, "text")), consumers=False))
         moves.append(Move("topology", node_id, f"add {tidy} (the first line of the answer)", edits))
     return moves
 
 
 def answer_moves(plan: Plan) -> list[Move]:
-    """An `llm.generate` after an answering node that reads its draft and writes the final answer only."""
+    """An `llm.generate` after a drafting node that reads its draft and writes the final answer only."""
     moves = []
     for node_id in _answering(plan):
         spec = plan.flow.spec.nodes[node_id]
@@ -156,10 +171,10 @@ def answer_moves(plan: Plan) -> list[Move]:
             node["model"] = spec.model
         if spec.when is not None:
             node["when"] = spec.when
-        node["inputs"] = {**spec.inputs, DRAFT: str(Ref(node_id, "text"))}
+        node["inputs"] = {**spec.inputs, DRAFT: str(_answer(plan, node_id))}
         node["config"] = config
         edits: dict[Path, Any] = {("nodes", answer): node}
-        edits.update(_rewired(plan, str(Ref(node_id, "text")), str(Ref(answer, "text")), consumers=False))
+        edits.update(_rewired(plan, str(_answer(plan, node_id)), str(Ref(answer, "text")), consumers=False))
         moves.append(Move("topology", node_id, f"add {answer} (a call that writes the final answer)", edits))
     return moves
 
@@ -171,13 +186,14 @@ def numeric_outputs(train: Dataset) -> list[str]:
 
 
 def _behind(plan: Plan, output: str) -> tuple[str, str | None] | None:
-    """The `llm.generate` node whose answer the flow output reads (see `answer_source`):
-    (node, the template in between or None)."""
+    """The drafting node whose answer the flow output reads (see `answer_source`):
+    (node, the reshaping node in between or None)."""
     source = answer_source(plan.flow, output)
-    if source is None or source[0].port != "text" or source[0].node not in plan.nodes:
+    if source is None or source[0].node not in plan.nodes:
         return None
     wire, hop = source
-    return (wire.node, hop) if plan.nodes[wire.node].type == "llm.generate" else None
+    found = drafts(plan.nodes[wire.node].node) and wire == _answer(plan, wire.node)
+    return (wire.node, hop) if found else None
 
 
 def _read_elsewhere(plan: Plan, node_id: str, output: str, besides: str | None = None) -> bool:
@@ -217,7 +233,7 @@ def calculate_moves(plan: Plan, numeric: Collection[str]) -> list[Move]:
         edits["nodes", calculate] = {
             "type": "tool.python",
             "description": f"Works out the expression {node_id} writes (added by the optimizer).",
-            "inputs": {"expression": str(Ref(node_id, "text"))},
+            "inputs": {"expression": str(_answer(plan, node_id))},
             "config": {"tool": "calculator"},
         }
         edits["outputs", output] = str(Ref(calculate, "result"))

@@ -112,6 +112,15 @@ class BoundLLM:
         self.on_token = on_token
         """Receives the reply text piece by piece as it streams; None: calls do not stream."""
 
+    @property
+    def identity(self) -> str:
+        """The alias' model and the settings that shape its answers (not retries or prices):
+        equal identities answer a prompt alike, so what a node derives from answers may be shared."""
+        spec = self.models[self.alias]
+        return spec.model_dump_json(
+            exclude={"retries", "retry_backoff_s", "input_cost_per_token", "output_cost_per_token"}
+        )
+
     async def complete(
         self,
         *,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,52 @@ async def test_calibration_divides_by_the_content_free_prior_once_per_node() -> 
     assert [c["prompt"].rsplit("Text: ", 1)[1] for c in llm.calls[1:]] == [f"{t}\nLabel:" for t in CONTENT_FREE]
     await classify.run(Classify.Inputs(text="again"), ctx(llm))
     assert len(llm.calls) == 1 + len(CONTENT_FREE) + 1
+
+
+class NamedLLM(FakeLLM):
+    """A fake that names its model, as the engine's bound model does (`BoundLLM.identity`)."""
+
+    def __init__(self, identity: str, *replies: Completion) -> None:
+        super().__init__(*replies)
+        self.identity = identity
+
+
+@pytest.mark.parametrize(
+    ("model", "labels", "asks_again"),
+    [
+        ("a", LABELS, False),  # same model and prompt, another node instance: shared
+        ("b", LABELS, True),  # another model: its own prior
+        ("a", ["bug", "billing", "other"], True),  # another prompt: its own prior
+    ],
+)
+async def test_priors_live_outside_the_node_keyed_by_model_and_prompt(
+    model: str, labels: list[str], asks_again: bool
+) -> None:
+    top = {" other": log(0.5), " bug": log(0.3), " billing": log(0.2)}
+    prefix = uuid.uuid4().hex  # models no other test has primed
+    first = NamedLLM(prefix + "a", *(scored(top) for _ in range(4)))
+    await node().run(Classify.Inputs(text="x"), ctx(first))
+    assert len(first.calls) == 1 + len(CONTENT_FREE)
+    later = NamedLLM(prefix + model, *(scored(top) for _ in range(4)))
+    fresh = node(labels=labels)
+    await fresh.run(Classify.Inputs(text="y"), ctx(later))
+    assert len(later.calls) == (1 + len(CONTENT_FREE) if asks_again else 1)
+    assert not any("prior" in name for name in vars(fresh))  # the instance keeps nothing
+
+
+def test_a_bound_model_identity_names_what_shapes_its_answers() -> None:
+    from studio.flow.spec import ModelSpec
+    from studio.runtime.budget import Budget
+    from studio.runtime.llm import BoundLLM
+
+    def identity(**spec: Any) -> str:
+        models = {"m": ModelSpec.model_validate(spec)}
+        return BoundLLM("n", "m", models, lambda _: None, [], Budget(), None).identity  # type: ignore[arg-type,return-value]
+
+    base = identity(model="local/smollm2", temperature=0)
+    assert base == identity(model="local/smollm2", temperature=0, retries=5)
+    assert base != identity(model="local/smollm2", temperature=0.7)
+    assert base != identity(model="openai/gpt-4o-mini", temperature=0)
 
 
 async def test_a_label_missing_from_the_prior_gets_the_least_listed_probability() -> None:
