@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from studio.app import launch_forms, launches, optimize_panel
+from studio.app import batch_compare_panel, launch_forms, launches, optimize_panel
 from studio.app.settings import open_store, settings
 from studio.app.widgets import ident, runs_table
 from studio.evaluate.blame import blame_of_experiment, culprit_rows
@@ -95,6 +95,9 @@ def _body(was_busy: bool) -> None:
             optimize_panel.render(experiment.summary or {}, experiment.flow)
     else:
         _cards(experiment, runs)
+        if state == "finished":
+            finished = [e for e in experiments if states[e.experiment_id] == "finished"]
+            batch_compare_panel.render(experiment, finished)
     with st.expander("Config and summary (as stored)"):
         config, summary = st.columns(2)
         config.json(experiment.config, expanded=1)
