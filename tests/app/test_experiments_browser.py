@@ -1,5 +1,6 @@
 """The Experiments page in a real browser: start a batch, watch it move, reload, stop it,
-start another and read its results (screenshots at 1440x900 in test-artifacts/)."""
+start another and read its results; start a search, watch its calls rise, reload it mid-run
+and read its candidates (screenshots at 1440x900 in test-artifacts/)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from tests.app.browser import CHROMIUM, studio_server
 from tests.app.launch_seed import slow_folder
 from tests.conftest import FLOWSTUDIO, ROOT
+from tests.optimize.conftest import DEMO_RULES, MakeTask
 
 pytestmark = [
     pytest.mark.slow,
@@ -21,6 +23,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (
 ARTIFACTS = ROOT / "test-artifacts"
 WAIT_MS = 30_000
 PROGRESS = re.compile(r"(\d+) of 40 examples")
+CALLS = re.compile(r"(\d+) of 160 calls")
 
 
 def _shot(page: Any, name: str) -> None:
@@ -28,10 +31,10 @@ def _shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"experiments-{name}.png"))
 
 
-def _done(page: Any) -> int:
-    """Examples done, read from the progress bar's text."""
+def _done(page: Any, pattern: re.Pattern[str] = PROGRESS) -> int:
+    """Examples done (or calls spent), read from the progress bar's text."""
     text = page.get_by_test_id("stProgress").inner_text(timeout=WAIT_MS)
-    match = PROGRESS.search(text)
+    match = pattern.search(text)
     assert match, text
     return int(match.group(1))
 
@@ -99,5 +102,48 @@ def test_start_watch_reload_stop_and_read_a_batch(browser: Any, tmp_path: Path) 
             page.get_by_role("tab", name="Optimizer search").click()
             expect(page.get_by_role("button", name="Start search")).to_be_visible(timeout=WAIT_MS)
             _shot(page, "6-search-form")
+        finally:
+            page.close()
+
+
+def _pick(page: Any, label: str, option: str) -> None:
+    """Choose `option` in the visible selectbox labelled `label` (the other tab has its own)."""
+    page.locator("[data-testid=stSelectbox]:visible", has_text=label).first.click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask, tmp_path: Path) -> None:
+    expect = sync_api.expect
+    task = make_task(DEMO_RULES.replace("reply:", "delay_s: 0.03, reply:"))
+    db = tmp_path / "flowstudio.db"
+    with studio_server(FLOWSTUDIO, task.folder, db, tmp_path / "studio.log") as (url, _):
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        try:
+            page.goto(f"{url}/experiments")
+            expect(page.get_by_role("heading", name="Experiments")).to_be_visible(timeout=WAIT_MS)
+            page.get_by_text("Start a batch or a search").click()
+            page.get_by_role("tab", name="Optimizer search").click()
+            _pick(page, "Train set", "train.jsonl")
+            _pick(page, "Dev set", "dev.jsonl")
+            _pick(page, "Metric", "exact")
+            budget = page.get_by_label("Budget (model calls)")
+            budget.fill("160")
+            budget.press("Enter")
+            expect(budget).to_have_value("160", timeout=WAIT_MS)
+            page.get_by_role("button", name="Start search").click()
+            expect(page.get_by_test_id("stProgress")).to_be_visible(timeout=WAIT_MS)
+            first = _done(page, CALLS)
+            page.wait_for_timeout(1500)
+            assert _done(page, CALLS) > first, "the calls spent rise without a click"
+            _shot(page, "7-search-running")
+            page.reload()
+            badge = page.get_by_test_id("stMarkdownContainer").get_by_text("finished", exact=True)
+            expect(page.get_by_test_id("stProgress").or_(badge.first)).to_be_visible(timeout=WAIT_MS)
+            expect(badge.first).to_be_visible(timeout=90_000)
+            expect(page.get_by_text("Candidates", exact=True)).to_be_visible(timeout=WAIT_MS)
+            diff = page.get_by_test_id("stCode").filter(has_text="demos:")
+            expect(diff.first).to_be_visible(timeout=WAIT_MS)  # the chosen flow gained demos
+            page.wait_for_timeout(1000)
+            _shot(page, "8-search-finished")
         finally:
             page.close()
