@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from studio.evaluate.live import LAUNCH_ENV
-from studio.store.base import ExperimentRecord, Store, new_id, now
+from studio.store.base import ExperimentRecord, RunFilter, Store, new_id, now
 
 State = Literal["starting", "running", "finished", "stopped", "failed", "unfinished"]
 """`unfinished`: no summary and no process the studio started (a terminal batch, running or killed)."""
@@ -160,7 +160,13 @@ def cancel(store: Store, experiment: ExperimentRecord, launch: Launch | None = N
                 os.kill(pid, signal.SIGTERM)
         except (ProcessLookupError, PermissionError):
             pass
-    store.finish_experiment(experiment.experiment_id, {**summary, "status": "stopped", "stopped_at": now()})
+    fresh = store.get_experiment(experiment.experiment_id)  # the process may have written since the page read it
+    summary = (fresh.summary if fresh is not None else None) or summary
+    stopped = {**summary, "status": "stopped", "stopped_at": now()}
+    if experiment.kind != "optimize":  # the examples that finished, not the last progress write
+        stopped["done"] = store.count_runs(RunFilter(experiment_id=experiment.experiment_id, status="succeeded"))
+        stopped["done"] += store.count_runs(RunFilter(experiment_id=experiment.experiment_id, status="failed"))
+    store.finish_experiment(experiment.experiment_id, stopped)
 
 
 def progress(experiment: ExperimentRecord) -> dict[str, Any]:

@@ -145,17 +145,23 @@ def _batch_live(prepared: Any, store: Any) -> Any:
     """The batch with its progress written to the experiment's summary (what the studio shows)."""
     from studio.evaluate.batch import run_prepared
     from studio.evaluate.live import LiveSummary
+    from studio.evaluate.summary import confidence_interval
 
     live: list[LiveSummary] = []
+    scores: dict[str, float] = {}
 
     def started(experiment_id: str, examples: int) -> None:
         _batch_started(experiment_id, examples)
         live.append(LiveSummary(store, experiment_id))
         live[0].update(force=True, kind="batch", done=0, total=examples)
 
-    def progress(*, done: int, total: int, score: float | None, cost_usd: float, **_: Any) -> None:
+    def progress(*, done: int, total: int, score: float | None, cost_usd: float, result: Any = None, **_: Any) -> None:
+        if result is not None and result.outcome.run_id and result.score is not None:
+            scores[result.outcome.run_id] = result.score  # so a stopped batch still shows each example's score
         if live:
-            live[0].update(force=done == total, done=done, total=total, score=score, cost_usd=round(cost_usd, 10))
+            ci = [round(bound, 6) for bound in confidence_interval(list(scores.values()))] if scores else None
+            fields = {"done": done, "total": total, "score": score, "score_ci": ci, "scores": dict(scores)}
+            live[0].update(force=done == total, **fields, cost_usd=round(cost_usd, 10))
 
     return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
 

@@ -15,7 +15,7 @@ from studio.app import launches
 from studio.app.settings import DIR_ENV
 from studio.evaluate.live import LAUNCH_ENV, LiveSummary
 from studio.store import SQLiteStore
-from studio.store.base import ExperimentRecord
+from studio.store.base import ExperimentRecord, RunFilter
 from tests.app.launch_seed import slow_folder, wait_for
 from tests.optimize.conftest import DEMO_RULES, MakeTask
 
@@ -104,7 +104,18 @@ def test_a_started_batch_reports_progress_and_can_be_stopped(tmp_path: Path) -> 
         store.close()
     assert stopped is not None and launches.state(stopped, launch) == "stopped"
     _wait_gone(launch.pid)
-    assert (stopped.summary or {}).get("done", 0) < 20
+    summary = stopped.summary or {}
+    store = SQLiteStore(db)
+    try:
+        finished = [
+            r for r in store.query_runs(RunFilter(experiment_id=stopped.experiment_id)) if r.status != "running"
+        ]
+    finally:
+        store.close()
+    assert 1 <= summary["done"] < 20 and summary["done"] == len(finished)  # what finished, not the last write
+    scored = summary["scores"]  # each finished example keeps its score, for the table and the card's CI
+    assert set(scored) <= {r.run_id for r in finished} and len(scored) >= 1
+    assert summary["score_ci"][0] <= summary["score"] <= summary["score_ci"][1]
 
 
 def test_a_launch_that_fails_before_its_experiment_shows_its_error(tmp_path: Path) -> None:
