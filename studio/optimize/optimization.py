@@ -255,6 +255,7 @@ class Optimization:
             "seed": self.options.seed,
             "budget": {"calls": self.options.budget_calls, "usd": self.options.budget_usd},
             "stopped": search.stopped,
+            "dev_examples": len(p.dev.examples),
             "calls": self.meter.calls,
             "tokens": self.meter.tokens,
             "cost_usd": round(self.meter.cost_usd, 10),
