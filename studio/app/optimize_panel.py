@@ -19,7 +19,7 @@ from studio.app.settings import settings
 from studio.app.widgets import money
 from studio.editor.layout import sidecar_path
 from studio.errors import FlowError
-from studio.flow.fmt import dump, round_trip_yaml
+from studio.flow.fmt import dump, round_trip_yaml, yaml_value
 from studio.flow.spec import FLOW_NAME, load_flow
 
 FRONT, DOMINATED = "Pareto front", "dominated"
@@ -138,12 +138,14 @@ def chart_spec(points: list[dict[str, Any]], x: str, size: int) -> dict[str, Any
                         "type": "nominal",
                         "title": None,
                         "scale": {"domain": domain, "range": colours},
+                        "legend": {"orient": "bottom", "labelLimit": 0},
                     },
                     "shape": {
                         "field": "front",
                         "type": "nominal",
                         "title": None,
                         "scale": {"domain": domain, "range": [SHAPES.get(d, "triangle-up") for d in domain]},
+                        "legend": {"orient": "bottom", "labelLimit": 0},
                     },
                     "tooltip": tooltip,
                 },
@@ -177,7 +179,6 @@ def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
             "tokens / example": r.get("tokens_per_example", 0.0),
             "calls / example": r.get("calls_per_example", 0.0),
             "change": r.get("move", ""),
-            "all changes": described(r),
         }
         for r in summary.get("candidates", [])
     ]
@@ -188,9 +189,16 @@ _COLUMNS = {
     "USD / example": st.column_config.NumberColumn("USD / example", format="%.6f"),
     "tokens / example": st.column_config.NumberColumn("tokens / example", format="%.1f"),
     "calls / example": st.column_config.NumberColumn("calls / example", format="%.2f"),
-    "change": st.column_config.TextColumn("change", width="large", help="What it changed from its parent"),
-    "all changes": st.column_config.TextColumn("all changes", width="large", help="Every change from the input flow"),
+    "candidate": st.column_config.TextColumn("candidate", width="small"),
+    "chosen": st.column_config.TextColumn("chosen", width="small"),
+    "parent": st.column_config.TextColumn("parent", width="small"),
+    "round": st.column_config.NumberColumn("round", width="small"),
+    "change": st.column_config.TextColumn(
+        "change", width="large", help="What it changed from its parent; pick the row for the whole text"
+    ),
 }
+ROW_PX, TABLE_MOST_PX = 35, 600
+"""Every candidate visible without scrolling the table, up to this height."""
 
 
 def _picked_from_table() -> None:
@@ -204,9 +212,10 @@ def _picked_from_table() -> None:
 def _table(summary: dict[str, Any]) -> None:
     rows = table_rows(summary)
     st.session_state["candidate_ids"] = [r["candidate"] for r in rows]
+    height = min(ROW_PX * (len(rows) + 1) + 3, TABLE_MOST_PX)
     st.dataframe(
         rows, hide_index=True, key=TABLE, column_config=_COLUMNS, on_select=_picked_from_table,
-        selection_mode="single-row",
+        selection_mode="single-row", height=height,
     )  # fmt: skip
 
 
@@ -233,7 +242,16 @@ def _details(summary: dict[str, Any]) -> None:
     parent = f"parent {row['parent']}" if row.get("parent") else "the input flow"
     extra = f" · held-out train {row['held_out_score']:.3f} on {held}" if held else ""
     st.caption(f"{pick}: {parent} · round {row.get('round', '-')} · rung {row.get('rung', '-')} · {scope}{extra}")
+    st.markdown("Every change from the input flow")
     st.code("\n".join(row.get("changes") or [str(row.get("move", ""))]), language=None, wrap_lines=True)
+    if row.get("sets"):
+        st.markdown(f"What its move ({row.get('move', '')}) sets, in full")
+        st.code(sets_text(row["sets"]), language="yaml", wrap_lines=True)
+
+
+def sets_text(values: dict[str, Any]) -> str:
+    """A move's edits as YAML (`path: value`; a removed key is `null`), long text as a block."""
+    return dump(yaml_value(values))
 
 
 def _chart(summary: dict[str, Any]) -> None:
@@ -284,8 +302,8 @@ def free_name(folder: Path, base: str) -> str:
 
 
 def save_chosen(summary: dict[str, Any], name: str, folder: Path) -> Path:
-    """Write the chosen flow (`flow_out`) as `folder/NAME.yaml` with `name: NAME` inside, and its
-    layout beside it when it has one; refuses to overwrite; the new file must load."""
+    """Write the chosen flow (`flow_out`) as `folder/NAME.yaml` with `name: NAME` inside, and a
+    layout beside it when there is one; refuses to overwrite; the new file must load."""
     flow_name = new_flow_name(name)
     target = folder / f"{flow_name}.yaml"
     source = Path(summary["flow_out"])
@@ -300,9 +318,16 @@ def save_chosen(summary: dict[str, Any], name: str, folder: Path) -> Path:
     except FlowError as err:
         target.unlink()
         raise ValueError(f"the chosen flow does not load: {err}") from None
-    if sidecar_path(source).exists() and not sidecar_path(target).exists():
-        shutil.copyfile(sidecar_path(source), sidecar_path(target))
+    _copy_layout([source, Path(str(summary.get("flow", "")))], target)
     return target
+
+
+def _copy_layout(sources: list[Path], target: Path) -> None:
+    """The first layout sidecar found (the optimized flow's, else its input flow's) goes beside the copy."""
+    for source in sources:
+        if source.name and sidecar_path(source).is_file() and not sidecar_path(target).exists():
+            shutil.copyfile(sidecar_path(source), sidecar_path(target))
+            return
 
 
 def _save(summary: dict[str, Any], flow_name: str) -> None:

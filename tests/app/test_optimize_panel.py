@@ -102,26 +102,34 @@ def test_candidate_table_and_details_show_every_change_in_full(
     task = make_task(DEMO_RULES)
     db, _ = _optimized(task)
     store = SQLiteStore(db)
-    summary = store.list_experiments(kind="optimize")[0].summary or {}
-    store.close()
-    long = "answer: instructions " + "be precise and name the label only; " * 12
-    summary["candidates"][-1]["changes"] = [*summary["candidates"][-1]["changes"], long]
-    rows = table_rows(summary)
-    assert rows[-1]["all changes"].endswith(long), "the table carries the whole text, not a cut"
+    record = store.list_experiments(kind="optimize")[0]
+    summary = record.summary or {}
     chosen = summary["after"]["candidate"]
+    after = next(r for r in summary["candidates"] if r["candidate"] == chosen)
+    assert set(after["sets"]) == {"nodes.answer.config.demos"} and len(after["sets"]["nodes.answer.config.demos"]) == 2
+    # a proposer's instructions are long: the table, the details and the edit keep every word
+    said = "Label the review as positive or negative, reading it to the end; " * 8
+    last = summary["candidates"][-1]
+    last["move"] = "answer: proposed #1 " + "(a long description) " * 10
+    last["changes"] = [*last["changes"][:-1], last["move"]]
+    last["sets"] = {"nodes.answer.config.instructions": said}
+    store.finish_experiment(record.experiment_id, summary)
+    store.close()
+    rows = table_rows(summary)
+    assert rows[-1]["change"] == last["move"], "the table carries the whole text, not a cut"
     assert [r["candidate"] for r in rows if r["chosen"]] == [chosen]
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     monkeypatch.setenv(DIR_ENV, str(task.folder))
     app = AppTest.from_function(_experiments_page, default_timeout=30).run()
     assert not app.exception, app.exception
     assert app.selectbox(key="candidate_pick").value == chosen, "the chosen candidate's details first"
-    after = next(r for r in summary["candidates"] if r["candidate"] == chosen)
     assert any(c.value == "\n".join(after["changes"]) for c in app.code), "its changes in full, wrapped"
-    screened = next(r for r in summary["candidates"] if r["examples"] < summary["dev_examples"])
-    app.selectbox(key="candidate_pick").select(screened["candidate"]).run()
+    app.selectbox(key="candidate_pick").select(last["candidate"]).run()
+    codes = [c.value for c in app.code]
+    assert any(last["move"] in c for c in codes) and any(said.strip() in c for c in codes)
     shown = {m.label: m.value for m in app.metric}
-    assert shown["dev examples"] == f"{screened['examples']} of {summary['dev_examples']}"
-    assert shown["tokens / example"] == f"{screened['tokens_per_example']:.1f}"
+    assert shown["dev examples"] == f"{last['examples']} of {summary['dev_examples']}"
+    assert shown["tokens / example"] == f"{last['tokens_per_example']:.1f}"
 
 
 def test_chart_fronts_fully_scored_candidates_and_draws_screened_ones_apart(tmp_path: Path) -> None:
@@ -205,8 +213,11 @@ def test_save_as_renames_the_flow_and_refuses_bad_names_and_overwrites(tmp_path:
     source.parent.mkdir()
     flow = "flowstudio: 1\nname: opt-task   # the flow's name\ninputs: {text: {type: str}}\noutputs: {}\nnodes: {}\n"
     source.write_text(flow)
-    summary = {"flow_out": str(source)}
+    original = tmp_path / "out" / "task.yaml"
+    (tmp_path / "out" / "task.layout.yaml").write_text("nodes: {}\n")  # the input flow's canvas layout
+    summary = {"flow_out": str(source), "flow": str(original)}
     saved = save_chosen(summary, "better-one", tmp_path)
+    assert (tmp_path / "better-one.layout.yaml").read_text() == "nodes: {}\n"
     assert saved == tmp_path / "better-one.yaml"
     assert load_flow(saved).spec.name == "better-one"
     assert "# the flow's name" in saved.read_text(), "comments survive the rename"
