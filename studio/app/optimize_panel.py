@@ -355,7 +355,7 @@ def render(summary: dict[str, Any], flow_name: str) -> None:
     if "candidates" not in summary:
         st.info("The search has not finished; its best flow so far is at " + str(summary.get("flow_out", "?")))
         return
-    st.markdown("**Candidates** (pick a row for its details)")
+    st.markdown("**Candidates**")
     _table(summary)
     _details(summary)
     _chart(summary)
