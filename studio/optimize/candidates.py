@@ -9,6 +9,7 @@ survive and the diff against the input shows only what the optimizer changed.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -224,6 +225,18 @@ def render(base_text: str, edits: Mapping[Path, Any]) -> str:
         else:
             parent[path[-1]] = yaml_value(value)
     return dump(document)
+
+
+def sets(candidate: Candidate, parent: Candidate | None) -> dict[str, Any]:
+    """What the candidate's move sets on top of its parent, in full: dotted path → value (None where
+    it removes the key), for the report (the studio shows a proposed instruction's whole text)."""
+    before = parent.edits if parent is not None else {}
+    changed = {
+        ".".join(path): None if value is REMOVE else value
+        for path, value in sorted(candidate.edits.items())
+        if path not in before or before[path] != value
+    }
+    return dict(json.loads(json.dumps(changed, default=str)))
 
 
 def build(candidate: Candidate, base: Flow, models: Mapping[str, str]) -> Candidate:

@@ -4,7 +4,9 @@ While `metering(meter)` is active, each model client the engine (or an `llm_judg
 builds is wrapped in a `MeteredClient`. The wrapper reserves one call from the meter before
 the request goes out and refuses it when the budget is spent, so the limit on calls is hard
 even with many examples in flight. Retries and fallbacks are separate calls and count; a
-call served from the LLM cache never reaches a client and does not count. With a USD limit,
+call served from the LLM cache never reaches a client and does not count, though the cache
+tells the wrapper what the answer cost when it was made (`cached_answer`), so a candidate served
+from the cache is priced like one that made its calls. With a USD limit,
 calls are serialised, so at most one call can cross it (the same rule as `--max-cost`).
 
 The wrapper is a `studio.models.client_hooks` entry, active in the current context only.
@@ -72,6 +74,12 @@ class Meter:
         self.cost_usd += completion.cost_usd
         self.usage[usage_key(model, request.as_json())] = (tokens, completion.cost_usd)
 
+    def price(self, model: str, request: Request, completion: Completion) -> None:
+        """What a request served from the LLM cache cost when it was made (its stored usage): the
+        price of a later hit, not a call made now, so nothing is spent."""
+        key = usage_key(model, request.as_json())
+        self.usage.setdefault(key, (completion.input_tokens + completion.output_tokens, completion.cost_usd))
+
 
 class MeteredClient:
     """A model client whose every call is reserved from, and recorded in, a meter."""
@@ -91,6 +99,10 @@ class MeteredClient:
             return await self._complete(request)
         async with self.meter.lock:
             return await self._complete(request)
+
+    def cached_answer(self, request: Request, completion: Completion) -> None:
+        """The LLM cache served `request` with an answer that cost `completion`'s usage when made."""
+        self.meter.price(self.model, request, completion)
 
     async def _complete(self, request: Request) -> Completion:
         self.meter.reserve()

@@ -19,7 +19,7 @@ from studio.evaluate.live import tagged
 from studio.evaluate.metrics import resolve_metric
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.optimize import pareto, report
-from studio.optimize.candidates import Candidate
+from studio.optimize.candidates import Candidate, sets
 from studio.optimize.evaluate import BudgetSpent, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
@@ -230,6 +230,7 @@ class Optimization:
     ) -> dict[str, Any]:
         p = self.prepared
         baseline = search.candidates[0]
+        by_id = {c.id: c for c in search.candidates}
         full = [c for c in search.candidates if c.examples == len(p.dev.examples)]
         points = [pareto.Point.of(c) for c in full]
         edge = pareto.front(points)
@@ -255,6 +256,7 @@ class Optimization:
             "seed": self.options.seed,
             "budget": {"calls": self.options.budget_calls, "usd": self.options.budget_usd},
             "stopped": search.stopped,
+            "dev_examples": len(p.dev.examples),
             "calls": self.meter.calls,
             "tokens": self.meter.tokens,
             "cost_usd": round(self.meter.cost_usd, 10),
@@ -271,7 +273,9 @@ class Optimization:
                 }
                 for point in edge
             ],
-            "candidates": [c.row() for c in search.candidates if c.scores],
+            "candidates": [
+                {**c.row(), "sets": sets(c, by_id.get(c.parent or ""))} for c in search.candidates if c.scores
+            ],
             "accepted": [
                 {"candidate": c.id, "move": c.move, "node": search.touched.get(c.id), **c.accepted}
                 for c in search.candidates

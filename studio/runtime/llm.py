@@ -195,6 +195,7 @@ class BoundLLM:
                 tool_calls=hit.get("tool_calls"),
             )
             self._record(spec, request, completion, now(), 0.0, cache_hit=True)
+            _price_hit(client, request, hit)
             if self.on_token and completion.text:
                 self.on_token(completion.text)  # a cached reply is replayed as one chunk
             return completion
@@ -217,6 +218,11 @@ class BoundLLM:
                         "text": completion.text,
                         "top_logprobs": completion.top_logprobs,
                         "tool_calls": completion.tool_calls,
+                        "usage": {
+                            "input_tokens": completion.input_tokens,
+                            "output_tokens": completion.output_tokens,
+                            "cost_usd": completion.cost_usd,
+                        },
                     },
                 )
             return completion
@@ -275,6 +281,24 @@ class BoundLLM:
                 started_at=started_at,
             )
         )
+
+
+def _price_hit(client: ModelClient, request: Request, hit: dict[str, Any]) -> None:
+    """Tell a client that prices answers (the optimizer's meter, `cached_answer`) what a cached
+    answer cost when it was made; the hit itself spends nothing. Entries cached before answers
+    kept their usage have no price to tell."""
+    usage, notify = hit.get("usage"), getattr(client, "cached_answer", None)
+    if not isinstance(usage, dict) or notify is None:
+        return
+    notify(
+        request,
+        Completion(
+            text=hit["text"],
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+            cost_usd=float(usage.get("cost_usd") or 0.0),
+        ),
+    )
 
 
 def _delay(err: ModelError, backoff_s: float, attempt: int) -> float:
