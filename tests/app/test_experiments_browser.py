@@ -114,7 +114,7 @@ def _pick(page: Any, label: str, option: str) -> None:
 
 def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask, tmp_path: Path) -> None:
     expect = sync_api.expect
-    task = make_task(DEMO_RULES.replace("reply:", "delay_s: 0.03, reply:"))
+    task = make_task(DEMO_RULES.replace("reply:", "delay_s: 0.3, reply:"))
     db = tmp_path / "flowstudio.db"
     with studio_server(FLOWSTUDIO, task.folder, db, tmp_path / "studio.log") as (url, _):
         page = browser.new_page(viewport={"width": 1440, "height": 900})
