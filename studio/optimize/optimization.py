@@ -195,7 +195,9 @@ class Optimization:
             "tokens": self.meter.tokens,
             "cost_usd": round(self.meter.cost_usd, 10),
         }
-        self.store.finish_experiment(self.experiment_id, tagged(summary))
+        stored = self.store.get_experiment(self.experiment_id) if status == "running" else None
+        live = (stored.summary or {}) if stored is not None else {}  # keep the progress fields written meanwhile
+        self.store.finish_experiment(self.experiment_id, tagged({**live, **summary}))
 
     def _choose(self, search: Search) -> Candidate:
         """The best dev score among fully evaluated candidates within the cost limit: the search's
