@@ -145,5 +145,9 @@ def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask,
             expect(diff.first).to_be_visible(timeout=WAIT_MS)  # the chosen flow gained demos
             page.wait_for_timeout(1000)
             _shot(page, "8-search-finished")
+            chart = page.get_by_text("Score versus", exact=False).first
+            chart.scroll_into_view_if_needed()
+            page.wait_for_timeout(500)
+            _shot(page, "9-search-chart")
         finally:
             page.close()
