@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from studio.store.base import ExperimentRecord, RunRecord
 from studio.viewer.lists import short
-from studio.viewer.results import MISSING, expected_by_inputs
+from studio.viewer.results import MISSING, expected_by_inputs, shown_value
 
 Outcome = Literal["loss", "win", "tie", "only A", "only B"]
 OUTCOMES: tuple[Outcome, ...] = ("loss", "win", "tie", "only A", "only B")
@@ -158,22 +158,12 @@ def _pop(expected: dict[str, list[Any]], key: str) -> dict[str, Any] | None:
     return values.pop(0) if values else None
 
 
-def _shown(value: dict[str, Any] | None) -> str:
-    """A single-value dict as its value, anything else as JSON, None as —."""
-    if value is None:
-        return MISSING
-    if len(value) == 1:
-        (only,) = value.values()
-        return MISSING if only is None else short(only, 80)
-    return short(value, 80)
-
-
 def _got(run: RunRecord | None) -> str:
     if run is None:
         return MISSING
     if run.status != "succeeded":
         return f"{run.status}: {short(run.error, 60)}" if run.error else run.status
-    return _shown(run.outputs)
+    return shown_value(run.outputs)
 
 
 def comparison_rows(comparison: Comparison) -> list[dict[str, Any]]:
@@ -181,8 +171,8 @@ def comparison_rows(comparison: Comparison) -> list[dict[str, Any]]:
     wins, ties and the examples only one batch has (each group in run order)."""
     rows = [
         {
-            "example": _shown(p.inputs),
-            "expected": _shown(p.expected),
+            "example": shown_value(p.inputs),
+            "expected": shown_value(p.expected),
             "A got": _got(p.a),
             "B got": _got(p.b),
             "score A": p.score_a,

@@ -38,7 +38,7 @@ def expected_by_inputs(config: dict[str, Any]) -> dict[str, list[Any]]:
     return found
 
 
-def _one(value: dict[str, Any] | None) -> Any:
+def shown_value(value: dict[str, Any] | None) -> str:
     """A single-output dict shows as its value; anything else as JSON; None as —."""
     if value is None:
         return MISSING
@@ -71,9 +71,9 @@ def example_table(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[d
                 "run": run.run_id,
                 "status": run.status,
                 "score": float(score) if isinstance(score, int | float) else None,
-                "inputs": _one(run.inputs),
-                "expected": _one(wanted.pop(0)) if wanted else MISSING,
-                "got": _one(run.outputs),
+                "inputs": shown_value(run.inputs),
+                "expected": shown_value(wanted.pop(0)) if wanted else MISSING,
+                "got": shown_value(run.outputs),
                 "error": short(run.error, 120) if run.error else MISSING,
                 "tokens": run.tokens,
                 "cost_usd": round(run.cost_usd, 10),
