@@ -8,14 +8,9 @@ the flow), laid out as they were relative to each other, plus typed `Inputs`/`Ou
 
 from __future__ import annotations
 
-import ast
-import functools
 import glob
-import inspect
-import itertools
 import os
 import shutil
-import textwrap
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +25,7 @@ from studio.flow import paths
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.flow.spec import Flow, load_flow
 from studio.runtime.compiler import Plan, compile_flow, load_sub_flow
+from studio.runtime.nodedoc import attribute_docstrings
 from studio.types import ANY, PortType, type_of_value
 
 DEFAULT_TEST_SCRIPT = (
@@ -300,29 +296,8 @@ def _output_doc(plan: Plan, value: Any) -> str:
 
 def _port_doc(model: type[BaseModel], port: str) -> str:
     found = model.model_fields.get(port)
-    text = (found.description if found else None) or _attribute_docs(model).get(port, "")
+    text = (found.description if found else None) or attribute_docstrings(model).get(port, "")
     return " ".join(text.split())
-
-
-@functools.cache
-def _attribute_docs(model: type[BaseModel]) -> dict[str, str]:
-    """Field docstrings of a node's Outputs class, read from its source."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(model)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs = {}
-    for before, after in itertools.pairwise(body):
-        if (
-            isinstance(before, ast.AnnAssign)
-            and isinstance(before.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[before.target.id] = after.value.value
-    return docs
 
 
 def _reachable_files(plan: Plan) -> tuple[list[Path], list[Path], list[str]]:

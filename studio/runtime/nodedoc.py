@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import itertools
 import sys
@@ -99,14 +100,15 @@ def _summary(node_type: type[Node]) -> str:
 
 
 def _ports(model: type[BaseModel]) -> list[Port]:
-    notes = _attribute_docstrings(model)
+    notes = attribute_docstrings(model)
     return [
         Port(name, str(from_annotation(info.annotation)), " ".join((info.description or notes.get(name, "")).split()))
         for name, info in model.model_fields.items()
     ]
 
 
-def _attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
+@functools.cache
+def attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
     """The docstring under each field of a class, for models without `use_attribute_docstrings`."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(model)))
