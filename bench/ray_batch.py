@@ -3,13 +3,17 @@
 A three-node scripted flow (text.template -> llm.generate with 20 ms of model latency ->
 text.template), N examples (default 200), concurrency 8, on one SQLite store:
   * local  - the local executor (asyncio tasks in this process), cache off;
-  * ray    - a local Ray runtime with 2 worker CPUs, cache off;
+  * ray    - a local Ray runtime with 2 worker CPUs (or, with --address, a running cluster), cache off;
   * cached - the Ray batch again, cache on, twice: the first pays for every call and writes the
              replies through the driver; the second must make 0 model calls.
 Prints one JSON object: examples/s for each, their ratio, and the model calls of the cached runs.
 
 Run (from the repository root):
     .venv/bin/python bench/ray_batch.py [--examples 200] [--cpus 2]
+On a 2-node local cluster (a head and a worker node, one CPU each; stop both with `ray stop`):
+    .venv/bin/ray start --head --node-ip-address=127.0.0.1 --port=6390 --num-cpus=1 --include-dashboard=false
+    .venv/bin/ray start --address=127.0.0.1:6390 --node-ip-address=127.0.0.1 --num-cpus=1
+    .venv/bin/python bench/ray_batch.py --address 127.0.0.1:6390
 """
 
 from __future__ import annotations
@@ -85,16 +89,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--cpus", type=int, default=2, help="Worker CPUs of the local Ray runtime.")
+    parser.add_argument("--address", help="A running Ray cluster to join instead (host:port).")
     args = parser.parse_args()
     import ray
 
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+    if args.address:
+        ray.init(address=args.address, log_to_driver=False)
+    else:
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
+    nodes = sum(node["Alive"] for node in ray.nodes())
     try:
         with tempfile.TemporaryDirectory() as tmp:
             report = {
                 "date": dt.date.today().isoformat(),
                 "cpus": os.cpu_count(),
-                "ray_worker_cpus": args.cpus,
+                "ray_nodes": nodes,
+                "ray_worker_cpus": int(ray.cluster_resources().get("CPU", 0)),
                 "load_average_before": [round(x, 2) for x in os.getloadavg()],
                 **asyncio.run(measure(Path(tmp), args.examples)),
                 "load_average_after": [round(x, 2) for x in os.getloadavg()],
