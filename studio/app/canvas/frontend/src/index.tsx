@@ -5,6 +5,7 @@ import { createRoot } from "react-dom/client";
 import "@xyflow/react/dist/style.css";
 import "./canvas.css";
 import { Canvas } from "./Canvas";
+import { ReadOnlyCanvas } from "./ReadOnlyCanvas";
 import { EventQueue } from "./events";
 import { connectToStreamlit, renderArgs, setFrameHeight, subscribe } from "./streamlit";
 import { readGraph } from "./types";
@@ -67,7 +68,11 @@ function App() {
   if (!args) return null;
   return (
     <div style={{ height }}>
-      <Canvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      {args.readonly === true ? (
+        <ReadOnlyCanvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      ) : (
+        <Canvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      )}
     </div>
   );
 }
