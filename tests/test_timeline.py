@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def test_no_two_bars_in_one_lane_overlap() -> None:
     lanes = pack_lanes(spans)
     for lane in set(lanes):
         mine = sorted(s for s, n in zip(spans, lanes, strict=True) if n == lane)
-        assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:], strict=False))
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(mine))
     assert max(lanes) + 1 == max(sum(1 for s in spans if s[0] <= t < s[1]) for t, _ in spans)  # no lane wasted
 
 
