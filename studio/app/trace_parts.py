@@ -129,7 +129,7 @@ def timeline_chart(trace: Trace) -> None:
         {"field": "start_s", "title": "started at (s)"},
     ]
     spec = {
-        "height": min(TIMELINE_MOST_PX, max(2, lanes) * LANE_PX),
+        "height": {"step": LANE_PX} if lanes * LANE_PX <= TIMELINE_MOST_PX else TIMELINE_MOST_PX,
         "mark": {"type": "bar", "cornerRadius": 2, "tooltip": True},
         "encoding": {
             "y": {"field": "row", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}},

@@ -9,7 +9,7 @@ import { useCallback, useEffect, useRef } from "react";
 import { STATUS_COLORS } from "./colors";
 import type { EventQueue } from "./events";
 import { FlowNode, type CanvasNode } from "./FlowNode";
-import { MIN_ZOOM, openingViewport } from "./fit";
+import { MIN_ZOOM, READABLE_UP_TO, openingViewport } from "./fit";
 import "./readonly.css";
 import type { Graph } from "./types";
 import { useGraphState } from "./useGraphState";
@@ -17,8 +17,8 @@ import { useGraphState } from "./useGraphState";
 const NODE_TYPES = { flow: FlowNode };
 /** From this many nodes only those on screen are drawn (as in the editor). */
 const VISIBLE_ONLY_FROM = 100;
-/** A minimap from this many nodes (the inputs and outputs included) up to the limit, where redrawing it costs too much. */
-const MINIMAP_FROM = 8;
+/** A minimap from this many nodes (the inputs and outputs included: a smaller run fits the pane readably) up to the limit, where redrawing it costs too much. */
+const MINIMAP_FROM = 30;
 const MINIMAP_LIMIT = 300;
 
 interface Props {
@@ -52,7 +52,9 @@ function Viewer({ graph, queue, dark }: Props) {
     fitRequested.current = false;
     const rect = pane.current?.getBoundingClientRect();
     if (!rect) return;
-    void flow.setViewport(openingViewport(flow.getNodesBounds(nodes.map((n) => n.id)), rect, nodes.length));
+    // the whole run in view (the editor instead opens a small flow at a readable zoom, its start at the left)
+    const whole = Math.max(nodes.length, READABLE_UP_TO + 1);
+    void flow.setViewport(openingViewport(flow.getNodesBounds(nodes.map((n) => n.id)), rect, whole));
   }, [initialized, nodes, flow, fitRequested]);
 
   const onSelectionChange = useCallback(

@@ -50,7 +50,7 @@ function useFilledHeight(least: number, fill: boolean): number {
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [least, fill]);
-  return height;
+  return fill ? height : least; // not filling: the height asked for from the first render (a fit then sees the right pane)
 }
 
 function isDark(theme: unknown): boolean {
