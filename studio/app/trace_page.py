@@ -93,8 +93,15 @@ def _pick_step(trace: Trace, node: str, default: str | None) -> str | None:
 
 
 def _graph(store: Store, trace: Trace, node: str, failing: str | None, cause: str | None) -> None:
-    """The canvas, read-only, when the stored flow can be drawn as the editor draws it; else the picture."""
-    text = store.flow_text(trace.run.run_id)
+    """The canvas, read-only, when the stored flow can be drawn as the editor draws it; else (and by
+    default for a big flow, where the picture is much faster) Graphviz's picture."""
+    count = len(trace.graph.nodes)
+    interactive = count <= trace_parts.CANVAS_UP_TO or st.toggle(
+        f"Interactive graph ({count} nodes: slower to draw)",
+        key=f"canvas_on_{trace.run.run_id}",
+        help="the editor's canvas, read-only: click a node to see it; off, a picture drawn by Graphviz",
+    )
+    text = store.flow_text(trace.run.run_id) if interactive else None
     drawn = trace_canvas.drawing(text, trace.run.flow_path) if text else None
     if drawn is not None:
         key = _canvas_key(trace)
