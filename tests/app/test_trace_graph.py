@@ -103,6 +103,20 @@ def test_a_run_without_its_flow_text_keeps_the_picture(tmp_path: Path, monkeypat
     assert any("no stored flow text" in c.value for c in app.caption)
 
 
+def test_a_big_flow_opens_as_the_picture_and_the_canvas_is_one_switch_away(
+    app_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from studio.app import trace_parts
+
+    monkeypatch.setattr(trace_parts, "CANVAS_UP_TO", 2)  # the failing flow's 3 nodes count as big
+    run_id = app_env["failing_a"]
+    app = _open(run_id)
+    assert not app.get("component_instance") and app.get("image")
+    app.toggle(key=f"canvas_on_{run_id}").set_value(True).run()
+    assert not app.exception, app.exception
+    assert _canvas_args(app, run_id)["readonly"] is True and not app.get("image")
+
+
 def test_the_time_line_shows_a_fan_out_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, run_id = _fan_out_run(tmp_path)
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
