@@ -113,6 +113,16 @@ def _graph(store: Store, trace: Trace, node: str, failing: str | None, cause: st
     trace_parts.legend_and_problem(trace)
 
 
+def _timeline(trace: Trace) -> None:
+    """The steps' time line; for a big run one switch away (its chart's script costs a page load about as much as the rest)."""
+    count = len(trace.steps)
+    if count > trace_parts.CANVAS_UP_TO and not st.toggle(
+        f"Time line ({count} steps)", key=f"timeline_on_{trace.run.run_id}", help="which steps ran at the same time"
+    ):
+        return
+    trace_parts.timeline_chart(trace)
+
+
 def render() -> None:
     """The whole page for the run in `?run=`."""
     st.title("Traces")
@@ -146,7 +156,7 @@ def render() -> None:
         node = _pick_node(trace, top_node(failing) if failing else None)
         with graph:
             _graph(store, trace, node, failing, cause)
-            trace_parts.timeline_chart(trace)
+            _timeline(trace)
         details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"])
         with details:
             step = _pick_step(trace, node, failing)

@@ -30,8 +30,9 @@ from studio.viewer.trace import Trace
 CANVAS_PX = 440
 """The read-only canvas's height on the Traces page."""
 CANVAS_UP_TO = 150
-"""Flows with more nodes are drawn as Graphviz's picture unless the user turns the canvas on:
-a 500-node canvas took 3 s and more to draw (docs/benchmarks.md, Trace viewer)."""
+"""Flows with more nodes (runs with more steps) are drawn as Graphviz's picture (and without the
+time line) unless the user turns the canvas (the time line) on: the 500-step trace must open in
+under 2 s (docs/benchmarks.md, Trace viewer)."""
 LANE_PX = 22
 TIMELINE_MOST_PX = 460
 

@@ -108,21 +108,28 @@ def test_a_big_flow_opens_as_the_picture_and_the_canvas_is_one_switch_away(
 ) -> None:
     from studio.app import trace_parts
 
-    monkeypatch.setattr(trace_parts, "CANVAS_UP_TO", 2)  # the failing flow's 3 nodes count as big
+    monkeypatch.setattr(trace_parts, "CANVAS_UP_TO", 2)  # the failing flow's 3 nodes and steps count as big
     run_id = app_env["failing_a"]
     app = _open(run_id)
     assert not app.get("component_instance") and app.get("image")
+    assert not _gantt(app)
     app.toggle(key=f"canvas_on_{run_id}").set_value(True).run()
     assert not app.exception, app.exception
     assert _canvas_args(app, run_id)["readonly"] is True and not app.get("image")
+    app.toggle(key=f"timeline_on_{run_id}").set_value(True).run()
+    assert _gantt(app) and any("at most 1 ran at the same time" in c.value for c in app.caption)
+
+
+def _gantt(app: AppTest) -> list[dict[str, Any]]:
+    charts = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
+    return [c for c in charts if c["encoding"].get("x2")]
 
 
 def test_the_time_line_shows_a_fan_out_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db, run_id = _fan_out_run(tmp_path)
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     app = _open(run_id)
-    charts = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
-    (gantt,) = [c for c in charts if c["encoding"].get("x2")]
+    (gantt,) = _gantt(app)
     assert gantt["encoding"]["x2"]["field"] == "shown_end"
     assert {t["field"] for t in gantt["encoding"]["tooltip"]} >= {"step", "attempt", "took", "tokens", "cost"}
     assert any("at most 2 ran at the same time" in c.value for c in app.caption)
