@@ -16,6 +16,7 @@ from typing import Any
 from studio.editor.canvas import canvas_edges, canvas_nodes, card_sizes, ordering_pairs
 from studio.editor.document import EditableFlow, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout, auto_layout, read_sidecar
+from studio.flow.loader import loads_stored
 from studio.viewer import node_summaries
 from studio.viewer.nodes import Shown
 from studio.viewer.trace import Trace
@@ -70,7 +71,8 @@ def drawing(flow_text: str, flow_path: str | None) -> Drawing | None:
     page falls back to the graphviz picture)."""
     path = Path(flow_path) if flow_path else None
     try:
-        flow = EditableFlow(flow_text, path or Path("flow.yaml"))
+        data = loads_stored(flow_text).data  # it loaded once already: libyaml, the same data
+        flow = EditableFlow(flow_text, path or Path("flow.yaml"), data=data)
         nodes = canvas_nodes(flow, _layout(flow, path), [], {})
         wires = canvas_edges(flow)
     except Exception:  # a flow the editor cannot read (a node type gone, a broken file): the picture instead
