@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from studio.app.trace_canvas import Acked, clicked
 from studio.runtime.runner import run_flow
 from studio.store import SQLiteStore
 from studio.store.base import RunRecord, StepRecord
@@ -46,6 +47,22 @@ def _canvas_args(app: AppTest, run_id: str) -> dict[str, Any]:
 
 def _statuses(args: dict[str, Any]) -> dict[str, Any]:
     return {n["id"]: n["status"] for n in args["graph"]["nodes"]}
+
+
+def test_clicks_are_read_once_per_mount() -> None:
+    acked = Acked()
+    value = {"session": "m1", "events": [_select("a", 1), {"kind": "move", "seq": 2}, _select("b", 3)]}
+    assert clicked(value, acked) == "b" and (acked.session, acked.seq) == ("m1", 3)  # the newest click wins
+    assert clicked(value, acked) is None  # the same events again: already handled
+    value["events"].append(_select(None, 4))
+    assert clicked(value, acked) is None and acked.seq == 4  # a click on the pane picks nothing
+    remount = {"session": "m2", "events": [_select("a", 1)]}  # a new mount counts from 1 again
+    assert clicked(remount, acked) == "a" and (acked.session, acked.seq) == ("m2", 1)
+    assert clicked(None, acked) is None and clicked({}, acked) is None
+
+
+def _select(node: str | None, seq: int) -> dict[str, Any]:
+    return {"kind": "select", "node": node, "seq": seq}
 
 
 def test_the_graph_is_the_canvas_read_only_coloured_by_status(app_env: dict[str, str]) -> None:
