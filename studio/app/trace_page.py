@@ -1,15 +1,16 @@
-"""Traces: one run's graph, failure, per-node details, cost breakdown and a comparison with another run."""
+"""Traces: one run's graph (the canvas, read-only: a click picks the node), time line, failure,
+per-node details, cost breakdown and a comparison with another run."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from studio.app import trace_parts
+from studio.app import trace_canvas, trace_parts
 from studio.app.resume_panel import waiting_panel
 from studio.app.settings import open_store
 from studio.app.widgets import duration, ident
 from studio.evaluate.blame import blame_of_run
-from studio.store.base import RunFilter, RunRecord
+from studio.store.base import RunFilter, RunRecord, Store
 from studio.viewer import find_failure, load_trace, parse_step_name, run_dot, seconds, top_node
 from studio.viewer.failure import blame
 from studio.viewer.trace import Trace
@@ -51,11 +52,27 @@ def _header(trace: Trace) -> None:
     st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}")
 
 
+def _canvas_key(trace: Trace) -> str:
+    return f"trace_canvas_{trace.run.run_id}"
+
+
+def _clicked(trace: Trace) -> str | None:
+    """The node clicked on the canvas since the last rerun, if any (its events are then acknowledged)."""
+    key = _canvas_key(trace)
+    acked = st.session_state.setdefault(f"{key}_acked", trace_canvas.Acked())
+    return trace_canvas.clicked(st.session_state.get(key), acked)
+
+
 def _pick_node(trace: Trace, default: str | None) -> str:
+    """The node whose details show: a click on the canvas, else the "Node" box, the URL's `?node=`, the failing node."""
     nodes = trace.node_ids()
+    key = f"node_{trace.run.run_id}"
+    clicked = _clicked(trace)
+    if clicked in nodes:
+        st.session_state[key] = clicked
     wanted = st.query_params.get("node")
     start = wanted if wanted in nodes else default if default in nodes else nodes[0]
-    chosen = st.selectbox("Node", nodes, index=nodes.index(start), key=f"node_{trace.run.run_id}")
+    chosen = st.selectbox("Node", nodes, index=nodes.index(start), key=key, help="or click a node in the graph")
     if chosen != wanted:
         st.query_params["node"] = chosen
     return str(chosen)
@@ -73,6 +90,37 @@ def _pick_step(trace: Trace, node: str, default: str | None) -> str | None:
         return f"{parsed.scope} → {parsed.leaf}" if parsed.nested else f"{name} (the node itself)"
 
     return str(st.selectbox("Step", names, index=names.index(start), format_func=label, key=f"step_{node}"))
+
+
+def _graph(store: Store, trace: Trace, node: str, failing: str | None, cause: str | None) -> None:
+    """The canvas, read-only, when the stored flow can be drawn as the editor draws it; else (and by
+    default for a big flow, where the picture is much faster) Graphviz's picture."""
+    count = len(trace.graph.nodes)
+    interactive = count <= trace_parts.CANVAS_UP_TO or st.toggle(
+        f"Interactive graph ({count} nodes: slower to draw)",
+        key=f"canvas_on_{trace.run.run_id}",
+        help="the editor's canvas, read-only: click a node to see it; off, a picture drawn by Graphviz",
+    )
+    text = store.flow_text(trace.run.run_id) if interactive else None
+    drawn = trace_canvas.drawing(text, trace.run.flow_path) if text else None
+    if drawn is not None:
+        key = _canvas_key(trace)
+        acked = st.session_state.setdefault(f"{key}_acked", trace_canvas.Acked())
+        trace_parts.canvas(trace_canvas.trace_graph(drawn, trace, selected=node, acked=acked), key)
+    else:
+        failing_node, cause_node = (top_node(n) if n else None for n in (failing, cause))
+        trace_parts.graph(run_dot(trace, selected=node, failing=failing_node, cause=cause_node))
+    trace_parts.legend_and_problem(trace)
+
+
+def _timeline(trace: Trace) -> None:
+    """The steps' time line; for a big run one switch away (its chart's script costs a page load about as much as the rest)."""
+    count = len(trace.steps)
+    if count > trace_parts.CANVAS_UP_TO and not st.toggle(
+        f"Time line ({count} steps)", key=f"timeline_on_{trace.run.run_id}", help="which steps ran at the same time"
+    ):
+        return
+    trace_parts.timeline_chart(trace)
 
 
 def render() -> None:
@@ -107,9 +155,8 @@ def render() -> None:
         graph = st.container()
         node = _pick_node(trace, top_node(failing) if failing else None)
         with graph:
-            failing_node, cause_node = (top_node(n) if n else None for n in (failing, cause))
-            trace_parts.graph(run_dot(trace, selected=node, failing=failing_node, cause=cause_node))
-            trace_parts.legend_and_problem(trace)
+            _graph(store, trace, node, failing, cause)
+            _timeline(trace)
         details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"])
         with details:
             step = _pick_step(trace, node, failing)

@@ -1,4 +1,4 @@
-"""Panels of the Traces page: failure, step details, tables, cost and comparison."""
+"""Panels of the Traces page: failure, graph, time line, step details, tables, cost and comparison."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+from studio.app.canvas import flow_canvas
 from studio.app.widgets import duration, ident, legend, money, show_value
 from studio.store.base import RunRecord, Store
 from studio.viewer import (
@@ -23,7 +24,17 @@ from studio.viewer import (
     total_cost,
 )
 from studio.viewer.failure import blame
+from studio.viewer.timeline import STATUS_COLORS, chart_rows, most_parallel, timeline
 from studio.viewer.trace import Trace
+
+CANVAS_PX = 440
+"""The read-only canvas's height on the Traces page."""
+CANVAS_UP_TO = 150
+"""Flows with more nodes (runs with more steps) are drawn as Graphviz's picture (and without the
+time line) unless the user turns the canvas (the time line) on: the 500-step trace must open in
+under 2 s (docs/benchmarks.md, Trace viewer)."""
+LANE_PX = 22
+TIMELINE_MOST_PX = 460
 
 
 def failure_box(failure: Failure, trace: Trace | None = None) -> None:
@@ -96,6 +107,54 @@ def graph(source: str) -> None:
         st.graphviz_chart(source)
     else:
         st.image(svg, alt="the run's graph, nodes colored by status")
+
+
+def canvas(graph: dict[str, Any], key: str) -> None:
+    """The editor's canvas, read-only: a click on a node comes back under `key` (see trace_canvas.clicked)."""
+    flow_canvas(graph, key=key, height=CANVAS_PX, readonly=True)
+
+
+def timeline_chart(trace: Trace) -> None:
+    """A Gantt chart of the run's steps: steps that ran at the same time are side by side."""
+    found = timeline(trace)
+    if not found:
+        st.caption("Time line: no step ran.")
+        return
+    rows = chart_rows(found)
+    lanes = len(dict.fromkeys(r["row"] for r in rows))
+    statuses = [s for s in STATUS_COLORS if any(r["status"] == s for r in rows)]
+    tooltip = [
+        {"field": "step", "title": "node"},
+        {"field": "status"},
+        {"field": "attempt"},
+        {"field": "took", "title": "seconds"},
+        {"field": "tokens"},
+        {"field": "cost"},
+        {"field": "start_s", "title": "started at (s)"},
+    ]
+    spec = {
+        "height": {"step": LANE_PX} if lanes * LANE_PX <= TIMELINE_MOST_PX else TIMELINE_MOST_PX,
+        "mark": {"type": "bar", "cornerRadius": 2, "tooltip": True},
+        "encoding": {
+            "y": {"field": "row", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}},
+            "x": {"field": "start_s", "type": "quantitative", "title": "seconds from the run's start"},
+            "x2": {"field": "shown_end"},
+            "color": {
+                "field": "status",
+                "type": "nominal",
+                "scale": {"domain": statuses, "range": [STATUS_COLORS[s] for s in statuses]},
+                "legend": {"orient": "top", "title": None},
+            },
+            "tooltip": tooltip,
+        },
+    }
+    st.vega_lite_chart(rows, spec, width="stretch")
+    most = most_parallel(found)
+    st.caption(
+        f"Time line: {len(found)} steps; at most {most} ran at the same time"
+        + ("" if rows[0]["row"] == rows[0]["step"] else f" (packed into {lanes} lanes)")
+        + "."
+    )
 
 
 def legend_and_problem(trace: Trace) -> None:

@@ -15,8 +15,9 @@ from jinja2 import TemplateSyntaxError
 
 from studio.errors import FlowError
 from studio.flow import templates
+from studio.flow.loader import loads_stored
 from studio.flow.refs import FLOW_INPUTS, parse_value, refs_in
-from studio.flow.spec import NodeSpec, load_flow_text
+from studio.flow.spec import NodeSpec, load_flow_text, parse
 from studio.runtime.compiler import compile_flow
 from studio.store.base import CallRecord, RunRecord, StepRecord, Store
 from studio.viewer.names import top_node
@@ -126,10 +127,14 @@ def flow_graph(flow_text: str | None, flow_path: str | None = None) -> Graph:
     if not flow_text:
         return Graph({}, "the run has no stored flow text")
     path = Path(flow_path) if flow_path else None
+    file = flow_path or "<stored flow>"
     try:
-        flow = load_flow_text(flow_text, file=flow_path or "<stored flow>", path=path)
-    except FlowError as err:
-        return Graph({}, f"the stored flow does not load: {err}")
+        flow = parse(loads_stored(flow_text, file=file), flow_text, path)  # it loaded once already: libyaml
+    except FlowError:
+        try:
+            flow = load_flow_text(flow_text, file=file, path=path)  # the message as the loader words it
+        except FlowError as err:
+            return Graph({}, f"the stored flow does not load: {err}")
     try:
         plan = compile_flow(flow)
     except FlowError as err:

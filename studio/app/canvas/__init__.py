@@ -27,16 +27,20 @@ def assets_dir() -> Path:
     return _HERE / "assets"
 
 
-def flow_canvas(graph: dict[str, Any], *, key: str, height: int = 640, fill: bool = False) -> dict[str, Any] | None:
+def flow_canvas(
+    graph: dict[str, Any], *, key: str, height: int = 640, fill: bool = False, readonly: bool = False
+) -> dict[str, Any] | None:
     """Draw `graph`; returns `{"session": id, "events": [...]}` (the events not yet acked), or None before any.
 
     `fill`: the frame reaches down to the bottom of the browser window (`height` is then the least).
+    `readonly`: no palette, toolbar, dragging, wiring or deleting; a click on a node is the only
+    event (`select`), as on the Traces page.
 
     Declared on each call, inside the script run, so it registers with the running server
     (cheap: a directory check and a dict entry).
     """
     component = components.declare_component("flow_canvas", path=str(assets_dir()))
-    value = component(graph=graph, height=height, fill=fill, key=key, default=None)
+    value = component(graph=graph, height=height, fill=fill, readonly=readonly, key=key, default=None)
     return value if isinstance(value, dict) else None
 
 

@@ -25,4 +25,5 @@ export const STATUS_COLORS: Record<Status, string> = {
   skipped: "#cbd5e1",
   waiting: "#d97706",
   cached: "#0d9488",
+  reused: "#7c3aed",
 };

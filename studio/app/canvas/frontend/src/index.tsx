@@ -5,6 +5,7 @@ import { createRoot } from "react-dom/client";
 import "@xyflow/react/dist/style.css";
 import "./canvas.css";
 import { Canvas } from "./Canvas";
+import { ReadOnlyCanvas } from "./ReadOnlyCanvas";
 import { EventQueue } from "./events";
 import { connectToStreamlit, renderArgs, setFrameHeight, subscribe } from "./streamlit";
 import { readGraph } from "./types";
@@ -49,7 +50,7 @@ function useFilledHeight(least: number, fill: boolean): number {
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [least, fill]);
-  return height;
+  return fill ? height : least; // not filling: the height asked for from the first render (a fit then sees the right pane)
 }
 
 function isDark(theme: unknown): boolean {
@@ -67,7 +68,11 @@ function App() {
   if (!args) return null;
   return (
     <div style={{ height }}>
-      <Canvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      {args.readonly === true ? (
+        <ReadOnlyCanvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      ) : (
+        <Canvas graph={graph} queue={queue.current} dark={isDark(args.streamlitTheme)} />
+      )}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 /** The graph Python sends, and the events the canvas sends back. */
 
-export type Status = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting" | "cached";
+/** `reused`: a rerun copied the step from its parent run (the Traces page). */
+export type Status = "pending" | "running" | "succeeded" | "failed" | "skipped" | "waiting" | "cached" | "reused";
 
 export interface InputPort {
   name: string;
