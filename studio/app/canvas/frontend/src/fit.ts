@@ -11,7 +11,8 @@ export const READABLE_ZOOM = 0.75;
 const MAX_ZOOM = 1;
 /** Far enough out that a 500-node flow fits whole. */
 export const MIN_ZOOM = 0.02;
-const PADDING = 40;
+/** The margin around the opening view; studio/editor/layout.py's READABLE_VIEW counts on it. */
+const PADDING = 24;
 
 export function openingViewport(bounds: Rect, pane: { width: number; height: number }, count: number): Viewport {
   const fitted = Math.min(
