@@ -289,7 +289,7 @@ def test_duplicate_copy_paste_context_menu_and_dark_mode(page: Any, folder: Path
 def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any, server: str, folder: Path) -> None:
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     try:
-        page.goto(f"{server}/home")
+        page.goto(server)  # Home is the page the studio opens on (the default page has no path of its own)
         sync_api.expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
         cards = page.locator("[class*='st-key-flow_card_']")
         sync_api.expect(cards.first).to_be_visible(timeout=WAIT_MS)
