@@ -83,10 +83,10 @@ def _laid_out(
     return tuple(layout.items())
 
 
-READABLE_VIEW: Size = (1080.0, 900.0)
+READABLE_VIEW: Size = (1070.0, 900.0)
 """What a 1440x900 window shows of the canvas at 75% zoom with the node list and the side panel
-open (a pane of about 876x735 px, less the opening view's 24 px margins: 1104x916), in canvas
-pixels, with a little room for cards drawn wider than `canvas.card_size` guessed."""
+open (a pane of about 880x735 px, less the opening view's margins in frontend/src/fit.ts, 48 px
+left and 24 px elsewhere: 1077x916), in canvas pixels."""
 WRAP_UP_TO = 15 + 2
 """Flows of up to this many cards (the inputs and outputs included) open at a readable zoom, so
 their layout is wrapped to fit `READABLE_VIEW`; bigger ones are fitted whole as laid out."""
