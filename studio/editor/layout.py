@@ -1,7 +1,8 @@
 """Node positions on the canvas: the `NAME.layout.yaml` sidecar, and a layout when there is none.
 
 The sidecar keeps positions out of the flow file, so moving a node never shows up in a
-review of the flow. Without one, graphviz's `dot` lays the graph out left to right.
+review of the flow. Without one, graphviz's `dot` lays the graph out left to right, and a small
+flow too wide to read whole at 75% zoom is wrapped like text (`readable_layout`).
 """
 
 from __future__ import annotations
