@@ -6,7 +6,8 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
 
 - open: from `page.goto` until the canvas holds all N+2 nodes (the component reports its
   count in `data-nodes`) and a node is on screen; first in a fresh server, then in fresh pages
-  (new browser sessions: the editor is built again server-side, imports are warm);
+  (new browser sessions: the editor is built again server-side, imports are warm); with the
+  median time of each phase of the fresh-page opens (`PHASES`);
 - add: click a palette entry until the new node is on screen (event → Python edit →
   revalidation → new graph → React Flow);
 - connect: drag from the first added node's output to a second one's input; from the release
@@ -45,7 +46,7 @@ if str(ROOT) not in sys.path:
 from studio.editor.document import new_flow_text  # noqa: E402
 from studio.editor.editor import Editor  # noqa: E402
 from tests.app.browser import CHROMIUM, chromium, studio_server  # noqa: E402
-from tests.app.editor_browser import big_flow, canvas, drag, port  # noqa: E402
+from tests.app.editor_browser import CANVAS_FRAME, big_flow, canvas, drag, port  # noqa: E402
 from tests.conftest import FLOWSTUDIO  # noqa: E402
 
 TIMEOUT_MS = 60_000
@@ -55,13 +56,31 @@ def _root(page: Any) -> Any:
     return canvas(page).get_by_test_id("canvas-root")
 
 
-def _open(page: Any, url: str, nodes: int) -> float:
+PHASES = ("page_loaded", "toolbar", "canvas_frame", "canvas_drawn", "nodes_in")
+"""Where an open's time goes, each from `page.goto`: Streamlit's page loaded (its JavaScript run),
+the Editor's toolbar on screen (the session started and the page script ran as far as it), the
+canvas's frame attached (the script reached the canvas), the component drawing (its script ran
+and got the graph), and all N+2 nodes in its state."""
+
+
+def _open(page: Any, url: str, nodes: int, phases: dict[str, list[float]] | None = None) -> float:
     from playwright.sync_api import expect
 
     start = time.perf_counter()
+    marks = [start]
     page.goto(f"{url}/editor")
+    marks.append(time.perf_counter())
+    page.get_by_role("combobox", name="Flow", exact=True).wait_for(timeout=TIMEOUT_MS)
+    marks.append(time.perf_counter())
+    page.locator(CANVAS_FRAME).wait_for(state="attached", timeout=TIMEOUT_MS)
+    marks.append(time.perf_counter())
+    _root(page).wait_for(timeout=TIMEOUT_MS)
+    marks.append(time.perf_counter())
     expect(_root(page)).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
+    marks.append(time.perf_counter())
     expect(canvas(page).locator(".react-flow__node").first).to_be_visible(timeout=TIMEOUT_MS)
+    for name, mark in zip(PHASES, marks[1:], strict=True) if phases is not None else ():
+        phases.setdefault(name, []).append(mark - start)
     return time.perf_counter() - start
 
 
@@ -151,9 +170,10 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         chromium() as browser,
     ):
         opens, adds, connects = [], [], []
-        for _ in range(repeat):
+        phases: dict[str, list[float]] = {}
+        for number in range(repeat):
             page = browser.new_page(viewport={"width": 1600, "height": 1100})
-            opens.append(_open(page, url, nodes))
+            opens.append(_open(page, url, nodes, phases if number > 0 or repeat == 1 else None))
             adds += [_add(page, "template"), _add(page, "template_2")]  # each session edits the file as on disk
             connects.append(_connect(page, "template", "template_2"))
             page.close()
@@ -169,6 +189,7 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         "build_from_empty": build,
         "open_first_s": round(opens[0], 3),
         "open_median_s": round(statistics.median(opens[1:] or opens), 3),
+        "open_phases_median_s": {name: round(statistics.median(times), 3) for name, times in phases.items()},
         "add_node_median_s": round(statistics.median(adds), 3),
         "connect_median_s": round(statistics.median(connects), 3),
         "opens_s": [round(t, 3) for t in opens],

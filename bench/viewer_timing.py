@@ -161,11 +161,11 @@ def browser_side(url: str, run_id: str, experiments: dict[str, str], total: int,
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(url)  # warm-up: the first load also fetches the app's JavaScript
+        page.goto(f"{url}/runs")  # warm-up: the first load also fetches the app's JavaScript
         expect(page.get_by_role("heading", name="Runs")).to_be_visible(timeout=WAIT_MS)
 
         def open_runs() -> None:
-            page.goto(f"{url}/")
+            page.goto(f"{url}/runs")
             expect(page.get_by_text(f"{total} runs match")).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_test_id("stDataFrame")).to_be_visible(timeout=WAIT_MS)
 

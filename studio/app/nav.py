@@ -9,13 +9,13 @@ from streamlit.navigation.page import StreamlitPage
 def home_page() -> StreamlitPage:
     from studio.app.home_page import render
 
-    return st.Page(render, title="Home", icon=":material/home:", url_path="home")
+    return st.Page(render, title="Home", icon=":material/home:", url_path="home", default=True)
 
 
 def runs_page() -> StreamlitPage:
     from studio.app.runs_page import render
 
-    return st.Page(render, title="Runs", icon=":material/list:", url_path="runs", default=True)
+    return st.Page(render, title="Runs", icon=":material/list:", url_path="runs")
 
 
 def trace_page() -> StreamlitPage:
@@ -43,7 +43,7 @@ def editor_page() -> StreamlitPage:
 
 
 def all_pages() -> list[StreamlitPage]:
-    """Home first in the bar (the folder's flows); Runs stays the page the app opens on."""
+    """Home first in the bar and the page the app opens on (the folder's flows, a way into each)."""
     return [home_page(), runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
 
 

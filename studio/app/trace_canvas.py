@@ -16,7 +16,7 @@ from typing import Any
 from studio.editor.canvas import canvas_edges, canvas_nodes, card_sizes, ordering_pairs
 from studio.editor.document import EditableFlow, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout, auto_layout, read_sidecar
-from studio.flow.loader import loads_stored
+from studio.flow.loader import loads
 from studio.viewer import node_summaries
 from studio.viewer.nodes import Shown
 from studio.viewer.trace import Trace
@@ -71,7 +71,7 @@ def drawing(flow_text: str, flow_path: str | None) -> Drawing | None:
     page falls back to the graphviz picture)."""
     path = Path(flow_path) if flow_path else None
     try:
-        data = loads_stored(flow_text).data  # it loaded once already: libyaml, the same data
+        data = loads(flow_text).data
         flow = EditableFlow(flow_text, path or Path("flow.yaml"), data=data)
         nodes = canvas_nodes(flow, _layout(flow, path), [], {})
         wires = canvas_edges(flow)

@@ -15,9 +15,9 @@ from studio.editor.layout import (
     INPUTS,
     OUTPUTS,
     Layout,
-    auto_layout,
     free_spot,
     read_sidecar,
+    readable_layout,
     sidecar_path,
     sidecar_text,
 )
@@ -88,7 +88,7 @@ class Editor:
         ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
         if everything:
             graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow)), *ordering_pairs(self.flow)]
-            self.layout = auto_layout(ids, graph, card_sizes(self.flow))
+            self.layout = readable_layout(ids, graph, card_sizes(self.flow))
             return
         for node_id in ids:
             if node_id not in self.layout:

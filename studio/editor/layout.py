@@ -1,7 +1,8 @@
 """Node positions on the canvas: the `NAME.layout.yaml` sidecar, and a layout when there is none.
 
 The sidecar keeps positions out of the flow file, so moving a node never shows up in a
-review of the flow. Without one, graphviz's `dot` lays the graph out left to right.
+review of the flow. Without one, graphviz's `dot` lays the graph out left to right, and a small
+flow too wide to read whole at 75% zoom is wrapped like text (`readable_layout`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,110 @@ def _laid_out(
     except Exception:  # no dot binary, or a graph dot refuses: fall back to columns
         layout = _layered_layout(list(ids), list(edges))
     return tuple(layout.items())
+
+
+READABLE_VIEW: Size = (1070.0, 900.0)
+"""What a 1440x900 window shows of the canvas at 75% zoom with the node list and the side panel
+open (a pane of about 880x735 px, less the opening view's margins in frontend/src/fit.ts, 48 px
+left and 24 px elsewhere: 1077x916), in canvas pixels."""
+WRAP_UP_TO = 15 + 2
+"""Flows of up to this many cards (the inputs and outputs included) open at a readable zoom, so
+their layout is wrapped to fit `READABLE_VIEW`; bigger ones are fitted whole as laid out."""
+COLUMN_GAP = 40.0
+CARD_GAP = 32.0
+BAND_GAP = 80.0
+"""Room between the columns of a band, between the cards of a column, and between one band (or
+line) and the next (for the wires back to the left)."""
+
+
+def readable_layout(
+    ids: Iterable[str], edges: Iterable[tuple[str, str]], sizes: Mapping[str, Size] | None = None
+) -> Layout:
+    """`auto_layout`, then for a small flow too big to read whole: wrapped (see `wrapped`)."""
+    known = tuple(ids)
+    layout = auto_layout(known, edges, sizes)
+    if len(known) > WRAP_UP_TO:
+        return layout
+    return wrapped(layout, {node_id: (sizes or {}).get(node_id, DEFAULT_SIZE) for node_id in known})
+
+
+def _columns(layout: Mapping[str, Position], sizes: Mapping[str, Size]) -> list[list[str]]:
+    """The layout's columns, left to right, each top to bottom: a card joins a column when its
+    centre is inside the column."""
+    columns: list[list[str]] = []
+    right = float("-inf")
+    for node_id in sorted(layout, key=lambda n: layout[n][0] + sizes[n][0] / 2):
+        x, width = layout[node_id][0], sizes[node_id][0]
+        if columns and x + width / 2 <= right:
+            columns[-1].append(node_id)
+            right = max(right, x + width)
+        else:
+            columns.append([node_id])
+            right = x + width
+    return [sorted(column, key=lambda n: layout[n][1]) for column in columns]
+
+
+Placed = tuple[Layout, Size]
+"""A layout, and its width and height."""
+
+
+def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) -> Placed:
+    """Columns in bands of `per_band`, each band below the last; a column's cards stacked in
+    their order, the column centred on the band's tallest."""
+    placed: Layout = {}
+    top = width = 0.0
+    for start in range(0, len(columns), per_band):
+        band = columns[start : start + per_band]
+        heights = [sum(sizes[n][1] for n in column) + CARD_GAP * (len(column) - 1) for column in band]
+        left = 0.0
+        for column, height in zip(band, heights, strict=True):
+            column_width = max(sizes[n][0] for n in column)
+            y = top + (max(heights) - height) / 2
+            for n in column:
+                placed[n] = (round(left + (column_width - sizes[n][0]) / 2, 1), round(y, 1))
+                y += sizes[n][1] + CARD_GAP
+            left += column_width + COLUMN_GAP
+        width = max(width, left - COLUMN_GAP)
+        top += max(heights) + BAND_GAP
+    return placed, (width, top - BAND_GAP)
+
+
+def _lines(sizes: Mapping[str, Size], columns: list[list[str]], line_width: float) -> Placed:
+    """Cards in reading order (column by column), left to right, a new line when one would pass
+    `line_width`: the most compact, for flows whose columns do not fit in bands."""
+    placed: Layout = {}
+    left = top = tallest = width = 0.0
+    for n in (n for column in columns for n in column):
+        if left > 0 and left + sizes[n][0] > line_width:
+            left, top, tallest = 0.0, top + tallest + BAND_GAP, 0.0
+        placed[n] = (round(left, 1), round(top, 1))
+        width = max(width, left + sizes[n][0])
+        tallest = max(tallest, sizes[n][1])
+        left += sizes[n][0] + COLUMN_GAP
+    return placed, (width, top + tallest)
+
+
+def wrapped(layout: Mapping[str, Position], sizes: Mapping[str, Size], view: Size = READABLE_VIEW) -> Layout:
+    """A left-to-right layout bigger than `view`, wrapped to fit it: its columns cut into bands of
+    consecutive columns stacked top to bottom (read like lines of text), the most columns a band
+    that fit; else its cards in reading order as lines; else whichever shows it biggest. As it is
+    when it fits already."""
+    columns = _columns(layout, sizes)
+    if not columns:
+        return dict(layout)
+    left = min(x for x, _ in layout.values())
+    top = min(y for _, y in layout.values())
+    width = max(x + sizes[n][0] for n, (x, _) in layout.items()) - left
+    height = max(y + sizes[n][1] for n, (_, y) in layout.items()) - top
+    candidates = [(dict(layout), (width, height))]
+    candidates += [_banded(sizes, columns, per_band) for per_band in range(len(columns) - 1, 0, -1)]
+    candidates.append(_lines(sizes, columns, view[0]))
+
+    def scale(candidate: Placed) -> float:
+        return min(view[0] / max(candidate[1][0], 1.0), view[1] / max(candidate[1][1], 1.0))
+
+    fitting = next((c for c in candidates if scale(c) >= 1), None)
+    return (fitting or max(candidates, key=scale))[0]
 
 
 def _inches(pixels: float) -> str:

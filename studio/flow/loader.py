@@ -65,29 +65,41 @@ _CoreResolver.add_implicit_resolver(
 )
 
 
-class _CappedLoader(Reader, Scanner, Parser, Composer, SafeConstructor, _CoreResolver):
-    """Composes a node graph while counting aliases and depth."""
+try:  # libyaml scans and parses (about 8x faster on a 200-node flow); composing, with the caps, stays below
+    from yaml._yaml import CParser as _Events
+except ImportError:  # a PyYAML built without libyaml: the same events from the pure-Python classes
+
+    class _Events(Reader, Scanner, Parser):  # type: ignore[no-redef]
+        def __init__(self, stream: str) -> None:
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+
+
+class _CappedLoader(Composer, _Events, SafeConstructor, _CoreResolver):
+    """Composes a node graph (in Python, so every node passes here) while counting aliases and depth."""
 
     def __init__(self, stream: str) -> None:
-        Reader.__init__(self, stream)
-        Scanner.__init__(self)
-        Parser.__init__(self)
+        _Events.__init__(self, stream)
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         _CoreResolver.__init__(self)
         self.aliases = 0
         self.depth = 0
 
+    def _next_line(self) -> int | None:
+        event = self.peek_event()
+        mark = event.start_mark if event is not None else None
+        return mark.line + 1 if mark is not None else None
+
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:
-                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-                raise LoadError(f"more than {MAX_ALIASES} aliases", line=mark.line + 1)
+                raise LoadError(f"more than {MAX_ALIASES} aliases", line=self._next_line())
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
-            raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", line=mark.line + 1)
+            raise LoadError(f"nesting deeper than {MAX_DEPTH} levels", line=self._next_line())
         try:
             return super().compose_node(parent, index)
         finally:
@@ -211,42 +223,3 @@ def load_file(path: str | Path) -> Document:
     except UnicodeDecodeError as err:
         raise LoadError(f"file is not UTF-8: {err.reason}", file=str(path)) from None
     return loads(text, file=str(path))
-
-
-try:
-    from yaml._yaml import CParser
-except ImportError:  # PyYAML built without libyaml
-    CParser = None  # type: ignore[assignment,misc]
-
-_StoredLoader: Any = None
-"""libyaml's parser with the same constructor and resolver as `_CappedLoader` (None without libyaml)."""
-if CParser is not None:
-
-    class _Stored(CParser, SafeConstructor, _CoreResolver):
-        def __init__(self, stream: str) -> None:
-            CParser.__init__(self, stream)
-            SafeConstructor.__init__(self)
-            _CoreResolver.__init__(self)
-
-    _StoredLoader = _Stored
-
-
-def loads_stored(text: str, file: str = "<stored flow>") -> Document:
-    """`loads` for text that passed it before (a run's stored flow): the same data and lines,
-    parsed by libyaml when PyYAML has it (several times faster on a 500-node flow). Only the
-    builder's caps (size, values, plain tags) apply: the alias and depth counts ran when the text
-    was first loaded. Without libyaml, or on any problem, this is `loads`."""
-    if _StoredLoader is None or len(text.encode("utf-8")) > MAX_BYTES:
-        return loads(text, file=file)
-    loader = _StoredLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return loads(text, file=file)
-        builder = _Builder(loader)
-        data = builder.build(node, ())
-    except (LoadError, yaml.YAMLError, RecursionError):
-        return loads(text, file=file)  # its own error, with its line
-    finally:
-        loader.dispose()
-    return Document(data=data, lines=builder.lines, file=file)

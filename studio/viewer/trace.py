@@ -15,7 +15,7 @@ from jinja2 import TemplateSyntaxError
 
 from studio.errors import FlowError
 from studio.flow import templates
-from studio.flow.loader import loads_stored
+from studio.flow.loader import loads
 from studio.flow.refs import FLOW_INPUTS, parse_value, refs_in
 from studio.flow.spec import NodeSpec, load_flow_text, parse
 from studio.runtime.compiler import compile_flow
@@ -129,7 +129,7 @@ def flow_graph(flow_text: str | None, flow_path: str | None = None) -> Graph:
     path = Path(flow_path) if flow_path else None
     file = flow_path or "<stored flow>"
     try:
-        flow = parse(loads_stored(flow_text, file=file), flow_text, path)  # it loaded once already: libyaml
+        flow = parse(loads(flow_text, file=file), flow_text, path)
     except FlowError:
         try:
             flow = load_flow_text(flow_text, file=file, path=path)  # the message as the loader words it

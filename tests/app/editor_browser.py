@@ -59,3 +59,20 @@ def big_flow(n: int) -> str:
             lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
             lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
     return "\n".join(lines) + "\n"
+
+
+def chain_flow(n: int) -> str:
+    """A flow of `n` nodes in one line (each feeds the next), an llm.generate every fifth: the widest
+    layout a flow of `n` nodes can have."""
+    lines = ["flowstudio: 1", "name: chain", "inputs:", "  text: {type: str}", "outputs:", f"  text: $c{n - 1}.text"]
+    lines += ["models:", "  default: {model: local/smollm2, temperature: 0, max_tokens: 20}", "nodes:"]
+    for i in range(n):
+        source = "$inputs.text" if i == 0 else f"$c{i - 1}.text"
+        lines += [f"  c{i}:"]
+        if i % 5 == 4:
+            lines += ["    type: llm.generate", f"    inputs: {{text: {source}}}", "    config:"]
+            lines += [f'      prompt: "Step {i}: {{{{ text }}}}"']
+        else:
+            lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
+            lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
+    return "\n".join(lines) + "\n"

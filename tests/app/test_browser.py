@@ -1,4 +1,4 @@
-"""The studio in a real browser: from the runs list to a failed node and its cause; HTML stays text."""
+"""The studio in a real browser: from Home to the runs list, to a failed node and its cause; HTML stays text."""
 
 from __future__ import annotations
 
@@ -48,7 +48,9 @@ def test_from_runs_list_to_failed_node_and_its_cause(
     expect = sync_api.expect
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     try:
-        page.goto(url)
+        page.goto(url)  # the studio opens on Home; its link leads to the runs list
+        expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
+        page.get_by_test_id("stPageLink").get_by_role("link", name="Runs").click()
         expect(page.get_by_role("heading", name="Runs")).to_be_visible(timeout=WAIT_MS)
         _choose(page, "Flow", "failing")
         expect(page.get_by_text("2 runs match")).to_be_visible(timeout=WAIT_MS)

@@ -15,7 +15,7 @@ import pytest
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, studio_server
-from tests.app.editor_browser import WAIT_MS, big_flow, canvas
+from tests.app.editor_browser import WAIT_MS, big_flow, canvas, chain_flow
 from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT
 
 pytestmark = [
@@ -44,6 +44,9 @@ nodes:
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     flows = Path(shutil.copytree(FLOWS, tmp_path_factory.mktemp("builder") / "flows"))
     (flows / "big.yaml").write_text(big_flow(200), encoding="utf-8")
+    (flows / "mid.yaml").write_text(big_flow(150).replace("name: big", "name: mid"), encoding="utf-8")
+    (flows / "ten.yaml").write_text(chain_flow(10).replace("name: chain", "name: ten"), encoding="utf-8")
+    (flows / "five.yaml").write_text(chain_flow(5).replace("name: chain", "name: five"), encoding="utf-8")
     (flows / "broken.yaml").write_text(BROKEN, encoding="utf-8")
     shutil.copy(FIXTURES / "commented.yaml", flows / "commented.yaml")
     shutil.copy(FIXTURES / "route-guarded.yaml", flows / "route-guarded.yaml")  # routing by `when:` guards
@@ -151,12 +154,43 @@ def test_small_flows_open_readable_and_big_ones_fit_with_a_minimap(page: Any, fo
     shot(page, "readable")
     open_flow(page, folder / "big.yaml")
     assert zoom(page) < 0.75
-    assert canvas(page).locator(".react-flow__minimap").count() == 0  # above 100 nodes it doubled an edit's time
+    assert canvas(page).locator(".react-flow__minimap").count() == 1  # big flows too (issue #19)
     bounds = canvas(page).locator(".react-flow__renderer").bounding_box()
     for node_id in ("$inputs", "$outputs"):
         box = canvas(page).get_by_test_id(f"node-{node_id}").bounding_box()
         assert box and bounds["x"] <= box["x"] and box["x"] + box["width"] <= bounds["x"] + bounds["width"] + 1
     shot(page, "big-flow")
+
+
+NODES_OFF_SCREEN = """rf => {
+  const pane = rf.getBoundingClientRect();
+  const [z, , , , tx, ty] = getComputedStyle(rf.querySelector('.react-flow__viewport')).transform
+    .match(/-?[\\d.e]+/g).map(Number);
+  return [...rf.querySelectorAll('.react-flow__node')].filter(n => {
+    const [x, y] = n.style.transform.match(/-?[\\d.]+/g).map(Number);  // translate(Xpx, Ypx): canvas pixels
+    const left = x * z + tx, top = y * z + ty;
+    return left < 0 || top < 0 || left + n.offsetWidth * z > pane.width || top + n.offsetHeight * z > pane.height;
+  }).map(n => n.dataset.id);
+}"""
+"""The ids of the cards not wholly inside the pane, from React Flow's viewport transform and each card's place."""
+
+
+def test_small_flows_are_whole_at_a_readable_zoom_and_a_minimap_shows_from_8_cards(page: Any, folder: Path) -> None:
+    """At 1440x900 with the node list (and the side panel) open: up to 10 nodes, every card inside
+    the pane at >= 75%; a 5-node flow has no minimap, a 150-node flow has one with every node."""
+    examples = ["route-question.yaml", "approve-reply.yaml", "summarise-reviews.yaml", "draft-critique-revise.yaml"]
+    for name in ["five.yaml", "ten.yaml", *examples, "ticket-triage.yaml", "handbook-qa.yaml", "headline.yaml"]:
+        open_flow(page, folder / name)
+        assert canvas(page).get_by_test_id("palette-search").is_visible()  # the node list is open
+        assert zoom(page) >= 0.75, name
+        assert canvas(page).locator(".react-flow").evaluate(NODES_OFF_SCREEN) == [], name
+        if name == "ten.yaml":
+            shot(page, "ten-nodes")
+    open_flow(page, folder / "five.yaml")
+    assert canvas(page).locator(".react-flow__minimap").count() == 0
+    open_flow(page, folder / "mid.yaml")
+    sync_api.expect(canvas(page).locator(".react-flow__minimap-node")).to_have_count(152, timeout=WAIT_MS)
+    shot(page, "mid-flow-minimap")
 
 
 def test_the_canvas_shows_guards_models_descriptions_sub_flows_and_errors(page: Any, folder: Path) -> None:
@@ -255,7 +289,7 @@ def test_duplicate_copy_paste_context_menu_and_dark_mode(page: Any, folder: Path
 def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any, server: str, folder: Path) -> None:
     page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
     try:
-        page.goto(f"{server}/home")
+        page.goto(server)  # Home is the page the studio opens on (the default page has no path of its own)
         sync_api.expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
         cards = page.locator("[class*='st-key-flow_card_']")
         sync_api.expect(cards.first).to_be_visible(timeout=WAIT_MS)

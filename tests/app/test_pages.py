@@ -55,9 +55,10 @@ def _table(app: AppTest, column: str) -> pd.DataFrame:
     return next(t.value for t in app.dataframe if column in t.value.columns)
 
 
-def test_the_app_opens_on_the_runs_page(app_env: dict[str, str]) -> None:
+def test_the_app_opens_on_the_home_page(app_env: dict[str, str]) -> None:
     app = AppTest.from_file(str(MAIN), default_timeout=TIMEOUT).run()
-    assert not app.exception and app.title[0].value == "Runs"
+    assert not app.exception and app.title[0].value == "Flowstudio"
+    assert app.subheader[0].value.startswith("Flows in ")  # the folder's flows as cards
 
 
 def test_runs_list_filters_by_flow_and_status(app_env: dict[str, str]) -> None:

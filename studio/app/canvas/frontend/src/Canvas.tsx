@@ -31,12 +31,12 @@ import { useKeyboard } from "./useKeyboard";
 import { MIN_ZOOM, openingViewport } from "./fit";
 
 const NODE_TYPES = { flow: FlowNode };
-/** Above this the minimap (redrawn on every change) made an add or a connect on a 200-node flow twice as slow. */
-const MINIMAP_LIMIT = 100;
 /** From this many nodes only those on screen are drawn. */
 const VISIBLE_ONLY_FROM = 100;
 /** From this many nodes (the inputs and outputs included) a readable zoom no longer shows them all: a minimap helps. */
 const MINIMAP_FROM = 8;
+/** Small, so that it hides little of a flow opened whole (its corner is where a wrapped flow ends). */
+const MINIMAP_STYLE = { width: 150, height: 100 };
 const MENU_SIZE = { width: 200, height: 170 };
 /** How far a pasted or duplicated node lands from its original. */
 const COPY_OFFSET = 40;
@@ -260,7 +260,7 @@ function Editor({ graph, queue, dark }: Props) {
           >
             <Background gap={20} size={1} />
             <Controls showInteractive={false} />
-            {nodes.length >= MINIMAP_FROM && nodes.length <= MINIMAP_LIMIT ? <MiniMap pannable zoomable nodeColor={minimapColor} /> : null}
+            {nodes.length >= MINIMAP_FROM ? <MiniMap pannable zoomable nodeColor={minimapColor} style={MINIMAP_STYLE} /> : null}
           </ReactFlow>
           <Banner message={graph.message} ack={graph.ack} />
           {menu ? (

@@ -11,17 +11,19 @@ export const READABLE_ZOOM = 0.75;
 const MAX_ZOOM = 1;
 /** Far enough out that a 500-node flow fits whole. */
 export const MIN_ZOOM = 0.02;
-const PADDING = 40;
+/**
+ * The margins of the opening view: wider on the left, where the zoom buttons sit, so no card opens
+ * under them; studio/editor/layout.py's READABLE_VIEW counts on these.
+ */
+const MARGIN = { left: 48, right: 24, top: 24, bottom: 24 };
 
 export function openingViewport(bounds: Rect, pane: { width: number; height: number }, count: number): Viewport {
-  const fitted = Math.min(
-    (pane.width - 2 * PADDING) / Math.max(bounds.width, 1),
-    (pane.height - 2 * PADDING) / Math.max(bounds.height, 1),
-  );
+  const room = { width: pane.width - MARGIN.left - MARGIN.right, height: pane.height - MARGIN.top - MARGIN.bottom };
+  const fitted = Math.min(room.width / Math.max(bounds.width, 1), room.height / Math.max(bounds.height, 1));
   const zoom = Math.min(MAX_ZOOM, count <= READABLE_UP_TO ? Math.max(READABLE_ZOOM, fitted) : Math.max(MIN_ZOOM, fitted));
   const width = bounds.width * zoom;
   const height = bounds.height * zoom;
-  const x = width <= pane.width - 2 * PADDING ? (pane.width - width) / 2 : PADDING;
-  const y = height <= pane.height - 2 * PADDING ? (pane.height - height) / 2 : PADDING;
+  const x = MARGIN.left + (width <= room.width ? (room.width - width) / 2 : 0);
+  const y = MARGIN.top + (height <= room.height ? (room.height - height) / 2 : 0);
   return { x: x - bounds.x * zoom, y: y - bounds.y * zoom, zoom };
 }
