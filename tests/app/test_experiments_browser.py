@@ -106,6 +106,15 @@ def test_start_watch_reload_stop_and_read_a_batch(browser: Any, tmp_path: Path) 
             page.close()
 
 
+def _rises(page: Any, pattern: re.Pattern[str], first: int, timeout_s: float = 20) -> None:
+    """The figure in the progress bar rises above `first` within `timeout_s`, without a click."""
+    for _ in range(int(timeout_s * 2)):
+        page.wait_for_timeout(500)
+        if _done(page, pattern) > first:
+            return
+    raise AssertionError(f"the progress stayed at {first} for {timeout_s} s")
+
+
 def _pick(page: Any, label: str, option: str) -> None:
     """Choose `option` in the visible selectbox labelled `label` (the other tab has its own)."""
     page.locator("[data-testid=stSelectbox]:visible", has_text=label).first.click()
@@ -133,8 +142,7 @@ def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask,
             page.get_by_role("button", name="Start search").click()
             expect(page.get_by_test_id("stProgress")).to_be_visible(timeout=WAIT_MS)
             first = _done(page, CALLS)
-            page.wait_for_timeout(1500)
-            assert _done(page, CALLS) > first, "the calls spent rise without a click"
+            _rises(page, CALLS, first)
             _shot(page, "7-search-running")
             page.reload()
             badge = page.get_by_test_id("stMarkdownContainer").get_by_text("finished", exact=True)
