@@ -3,7 +3,8 @@
 For each task and seed the generated train/dev/test files (`studio.evaluate.tasks`, as in
 bench/optimize_tasks.py) are written once; our optimizer (`optimize_tasks.one`) and DSPy
 (bench/dspy_side.py in bench/.venv-dspy: BootstrapFewShotWithRandomSearch and MIPROv2
-auto="light", each with DSPy's ChatAdapter and with a plain-template adapter) then run on those
+auto="light", each with DSPy's ChatAdapter and with a plain-template adapter; a two-module program
+for the multi-node tasks `ticket` and `order`) then run on those
 files with the embedded model `local/smollm2` and the same budget of model calls, counted at the
 model; test scoring is counted apart. DSPy's search is stopped by a hard cap at the budget (see
 bench/dspy_side.py); with `--budgets 200,400` DSPy's result at each budget comes from one run
@@ -18,6 +19,7 @@ Run (from the repository root):
     bash bench/setup_dspy.sh     # once: DSPy in its own venv
     .venv/bin/python bench/dspy_compare.py --markdown
     .venv/bin/python bench/dspy_compare.py --tasks sentiment --seeds 0 --budget 60
+    .venv/bin/python bench/dspy_compare.py --tasks ticket,order --seeds 0 --markdown   # two-module programs
     .venv/bin/python bench/dspy_compare.py --adapters '' --partial ours.jsonl     # our side only
     .venv/bin/python bench/dspy_compare.py --merge a.jsonl b.jsonl --markdown   # report on --partial files
 """
