@@ -3,7 +3,8 @@
 For each task and seed the generated train/dev/test files (`studio.evaluate.tasks`, as in
 bench/optimize_tasks.py) are written once; our optimizer (`optimize_tasks.one`) and DSPy
 (bench/dspy_side.py in bench/.venv-dspy: BootstrapFewShotWithRandomSearch and MIPROv2
-auto="light", each with DSPy's ChatAdapter and with a plain-template adapter) then run on those
+auto="light", each with DSPy's ChatAdapter and with a plain-template adapter; a two-module program
+for the multi-node tasks `ticket` and `order`) then run on those
 files with the embedded model `local/smollm2` and the same budget of model calls, counted at the
 model; test scoring is counted apart. DSPy's search is stopped by a hard cap at the budget (see
 bench/dspy_side.py); with `--budgets 200,400` DSPy's result at each budget comes from one run
@@ -18,6 +19,7 @@ Run (from the repository root):
     bash bench/setup_dspy.sh     # once: DSPy in its own venv
     .venv/bin/python bench/dspy_compare.py --markdown
     .venv/bin/python bench/dspy_compare.py --tasks sentiment --seeds 0 --budget 60
+    .venv/bin/python bench/dspy_compare.py --tasks ticket,order --seeds 0 --markdown   # two-module programs
     .venv/bin/python bench/dspy_compare.py --adapters '' --partial ours.jsonl     # our side only
     .venv/bin/python bench/dspy_compare.py --merge a.jsonl b.jsonl --markdown   # report on --partial files
 """
@@ -143,9 +145,23 @@ def means(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     key: round(statistics.mean(r[key] for r in mine), 4)
                     for key in ("zero_shot_test", "optimized_test", "calls")
                 },
+                "optimized_dev": _mean_known([r.get("optimized_dev") for r in mine]),
             }
         )
     return out
+
+
+def _mean_known(values: list[float | None]) -> float | None:
+    """The mean where every seed has a value (DSPy's has none when no full-dev evaluation finished)."""
+    if not values or any(v is None for v in values):
+        return None
+    return round(statistics.mean(v for v in values if v is not None), 4)
+
+
+def gap(m: dict[str, Any]) -> float | None:
+    """The dev-test gap in points: dev score of the chosen program minus its held-out test score."""
+    dev = m.get("optimized_dev")
+    return None if dev is None else round(100 * (dev - m["optimized_test"]), 1)
 
 
 def goal(summary: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -166,6 +182,8 @@ def goal(summary: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             "margin_points": round(100 * margin, 1),
             "ours_calls": m["calls"],
             "dspy_best_calls": best["calls"],
+            "ours_gap_points": gap(m),
+            "dspy_best_gap_points": gap(best),
             "met": margin >= GOAL_POINTS - 1e-9 and m["calls"] <= best["calls"],
         }
     return verdicts
@@ -263,12 +281,17 @@ def markdown(rows: list[dict[str, Any]], summary: list[dict[str, Any]], verdicts
             f"| {m['task']} | {LABELS[m['system']]} | {m['budget']} | {m['zero_shot_test']:.3f} | "
             f"**{m['optimized_test']:.3f}** | {m['calls']:.0f} |"
         )
-    lines += ["", "| task @ budget | ours | DSPy's best | margin (points) | goal met |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| task @ budget | ours | DSPy's best | margin (points) | dev-test gap, ours / DSPy's best (points) | goal met |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, v in verdicts.items():
+        gaps = " / ".join("-" if g is None else f"{g:+.1f}" for g in (v["ours_gap_points"], v["dspy_best_gap_points"]))
         lines.append(
             f"| {key} | {v['ours']:.3f} ({v['ours_calls']:.0f} calls) | {v['dspy_best']:.3f} "
             f"({LABELS[v['dspy_best_system']]}, {v['dspy_best_calls']:.0f} calls) | {v['margin_points']:+.1f} | "
-            f"{'yes' if v['met'] else 'no'} |"
+            f"{gaps} | {'yes' if v['met'] else 'no'} |"
         )
     budgets = sorted({r["budget"] for r in rows})
     for task in dict.fromkeys(r["task"] for r in rows):

@@ -26,6 +26,13 @@ among the evaluations finished within the budget. Both optimizers' trajectories 
 the cap, so one run at the largest budget gives the result at every smaller budget in
 `--budgets` (the best program finished within each), each scored on test.
 
+The multi-node tasks get a two-module program, each module a `dspy.Predict` whose field prefixes are
+the flow node's prompt cues: `ticket` is Predict(text -> words) then Predict(words -> label), as the
+flow copies the customer's words and classifies them; `order` is Predict(text -> quantity) and
+Predict(text -> price), then Python multiplies them with the flow's own calculator tool
+(`nodes.calculator`; an expression it cannot read scores 0, as the flow's failed run does). Only
+the final output is labelled; BootstrapFewShot fills the inner modules' demos from good traces.
+
 Adapters: `chat` is DSPy's native ChatAdapter (it needs room for its `[[ ## field ## ]]` markers,
 so it gets the flow's max_tokens + 24 and no stop sequence); `template` is a plain completion
 prompt (instructions and the output field's description, then `Field: value` lines per demo
@@ -60,6 +67,7 @@ if str(ROOT) not in sys.path:
 import dspy  # noqa: E402
 from dspy.adapters.base import Adapter  # noqa: E402
 
+from nodes.calculator import calculator  # noqa: E402
 from studio.evaluate.metrics import exact, json_match  # noqa: E402
 from studio.models import local  # noqa: E402
 from studio.models.base import Message, Request  # noqa: E402
@@ -102,6 +110,36 @@ TASKS: dict[str, dict[str, Any]] = {
 }
 """Per task: the flow's input and output names (and the data column, where it differs), instructions,
 max_tokens and stop."""
+PIPELINES: dict[str, dict[str, Any]] = {
+    "ticket": {
+        "input": "text",
+        "output": "label",
+        "max_tokens": 24,
+        "stop": ["\n"],
+        "modules": [
+            {"inputs": {"text": "Ticket:"}, "output": ("words", "The customer's words:", "")},
+            {
+                "inputs": {"words": "Text:"},
+                "output": ("label", "Label:", "one of: positive, negative"),
+                "instructions": "Is this customer's message positive or negative?",
+            },
+        ],
+    },
+    "order": {
+        "input": "text",
+        "output": "total",
+        "max_tokens": 6,
+        "stop": ["\n"],
+        "modules": [
+            {"inputs": {"text": "Order:"}, "output": ("quantity", "How many items:", "")},
+            {"inputs": {"text": "Order:"}, "output": ("price", "Price of one item in dollars:", "")},
+        ],
+    },
+}
+"""The multi-node tasks: per module its inputs and output (name, prefix = the flow's prompt cue,
+description) and instructions (the classify node's; the others have none, so DSPy's default
+sentence); max_tokens and stop are the larger node's (both stop at a new line)."""
+TASKS.update(PIPELINES)
 CHAT_EXTRA_TOKENS = 24
 PROPOSER_MAX_TOKENS = 256
 
@@ -261,6 +299,43 @@ class Program(dspy.Module):
         return prediction
 
 
+def _signature(module: dict[str, Any]) -> Any:
+    name, prefix, desc = module["output"]
+    fields = {field: dspy.InputField(prefix=cue) for field, cue in module["inputs"].items()}
+    fields[name] = dspy.OutputField(prefix=prefix, **({"desc": desc} if desc else {}))
+    return dspy.Signature(fields, module.get("instructions"))
+
+
+class Pipeline(dspy.Module):
+    """A multi-node flow as a two-module DSPy program, run under this program's adapter."""
+
+    def __init__(self, task: str, adapter: Any) -> None:
+        super().__init__()
+        first, second = PIPELINES[task]["modules"]
+        self.task = task
+        self.adapter = adapter
+        self.first = dspy.Predict(_signature(first))
+        self.second = dspy.Predict(_signature(second))
+
+    def forward(self, text: str) -> Any:
+        with dspy.context(adapter=self.adapter):
+            if self.task == "ticket":
+                words = str(self.first(text=text).words or "")
+                return dspy.Prediction(words=words, label=self.second(words=words).label)
+            quantity = str(self.first(text=text).quantity or "")
+            price = str(self.second(text=text).price or "")
+        try:  # the flow's text.template and tool.python nodes
+            total = str(calculator(f"{quantity} * {price}"))
+        except ValueError:
+            total = ""
+        return dspy.Prediction(quantity=quantity, price=price, total=total)
+
+
+def build(task: str, adapter: Any) -> Any:
+    """The DSPy program for `task`: one Predict, or two modules for the multi-node tasks."""
+    return Pipeline(task, adapter) if task in PIPELINES else Program(task, adapter)
+
+
 def make_metric(task: str) -> Any:
     output = TASKS[task]["output"]
     compare = json_match if task == "extraction" else exact
@@ -352,7 +427,7 @@ def run_one(name: str, args: argparse.Namespace, data: dict[str, list[Any]], ada
     stopped = "done"
     returned = None
     try:
-        returned = optimize(name, Program(args.task, adapter), data["train"], data["dev"], metric, args.seed, proposer)
+        returned = optimize(name, build(args.task, adapter), data["train"], data["dev"], metric, args.seed, proposer)
     except BudgetSpent:
         stopped = "budget"
     except Exception as exc:  # e.g. MIPROv2's proposer: an AdapterParseError on a reply it cannot read
@@ -366,11 +441,12 @@ def run_one(name: str, args: argparse.Namespace, data: dict[str, list[Any]], ada
         if stopped == "done" and search_calls <= budget and returned is not None:
             program = returned
         if program is None:
-            program = Program(args.task, adapter)
+            program = build(args.task, adapter)
         if id(program) not in scored:
             scored[id(program)] = test_score(program, data["test"], metric)
         test, test_calls = scored[id(program)]
-        demos = len(program.predict.demos)
+        predictors = program.predictors()
+        demos = sum(len(p.demos) for p in predictors)
         points.append(
             {
                 "budget": budget,
@@ -379,7 +455,8 @@ def run_one(name: str, args: argparse.Namespace, data: dict[str, list[Any]], ada
                 "calls": min(search_calls, budget),
                 "test_calls": test_calls,
                 "demos": demos,
-                "instructions": program.predict.signature.instructions,
+                "instructions": " | ".join(p.signature.instructions for p in predictors),
+                "demos_per_module": [len(p.demos) for p in predictors],
             }
         )
     return {
@@ -422,7 +499,7 @@ def main() -> None:
     stdout, sys.stdout = sys.stdout, sys.stderr  # DSPy's progress bars and prints: keep stdout for the JSON
     folder = Path(args.data)
     data = {split: load(folder / f"{args.task}-{split}.jsonl", args.task) for split in ("train", "dev", "test")}
-    zero_shot, zero_calls = test_score(Program(args.task, adapter), data["test"], make_metric(args.task))
+    zero_shot, zero_calls = test_score(build(args.task, adapter), data["test"], make_metric(args.task))
     runs = [run_one(name, args, data, adapter) for name in args.optimizers.split(",")]
     result = {
         "task": args.task,

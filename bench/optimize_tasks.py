@@ -18,6 +18,7 @@ pins itself to one CPU (`--cpus`).
 Run (from the repository root):
     .venv/bin/python bench/optimize_tasks.py
     .venv/bin/python bench/optimize_tasks.py --tasks topic --seeds 0 --budget 150 --markdown
+    .venv/bin/python bench/optimize_tasks.py --tasks ticket,order --seeds 0   # the multi-node tasks
 """
 
 from __future__ import annotations
@@ -41,7 +42,14 @@ from studio.evaluate.tasks import write  # noqa: E402
 from studio.optimize import OptimizeOptions, optimize, prepare  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
 
-METRICS = {"sentiment": "exact", "topic": "exact", "arithmetic": "exact", "extraction": "json_match"}
+METRICS = {
+    "sentiment": "exact",
+    "topic": "exact",
+    "arithmetic": "exact",
+    "extraction": "json_match",
+    "ticket": "exact",
+    "order": "exact",
+}
 RENAMED = {"extraction": ("text", "sentence")}
 """Template variables renamed so that demos can hold the answer under `text` (see above)."""
 

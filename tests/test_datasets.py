@@ -10,7 +10,9 @@ import pytest
 from studio.errors import InputError
 from studio.evaluate.datasets import DataError, load_dataset, read_rows
 from studio.evaluate.tasks import (
+    CHANNELS,
     CITIES,
+    ITEMS,
     NAMES,
     NEGATIVE,
     POSITIVE,
@@ -131,21 +133,24 @@ def test_tasks_are_seeded_and_balanced_enough(task: str) -> None:
     assert rows == generate(task, "train", 60, seed=3)
     assert rows != generate(task, "train", 60, seed=4)
     if "label" in rows[0]:
-        assert len({r["label"] for r in rows}) == (2 if task == "sentiment" else 4)
+        assert len({r["label"] for r in rows}) == (2 if task in ("sentiment", "ticket") else 4)
 
 
 POOLS: dict[str, list[str]] = {
     "sentiment": [*POSITIVE, *NEGATIVE, *SUBJECTS],
     "topic": [word for words in TOPICS.values() for word in words],
     "extraction": [*NAMES, *CITIES],
+    "ticket": [*POSITIVE, *NEGATIVE, *SUBJECTS, *NAMES, *CITIES, *CHANNELS],
+    "order": [*NAMES, *ITEMS],
 }
 
 
 def _used(task: str, rows: list[dict[str, object]]) -> set[str]:
     text = " ".join(str(r.get("text", r.get("question"))) for r in rows)
+    numbers = set(re.findall(r"\d+", text)) if task in ("arithmetic", "ticket", "order") else set()
     if task == "arithmetic":
-        return set(re.findall(r"\d+", text))
-    return {word for word in POOLS[task] if re.search(rf"\b{re.escape(word)}\b", text)}
+        return numbers
+    return numbers | {word for word in POOLS[task] if re.search(rf"\b{re.escape(word)}\b", text)}
 
 
 def _template(text: str, used: set[str]) -> str:

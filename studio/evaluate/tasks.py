@@ -3,7 +3,13 @@
 - `sentiment`: short reviews, positive or negative, half of them negated ("was not great");
 - `topic`: one-sentence news items in four classes (sports, business, science, politics);
 - `arithmetic`: one-to-two digit sums, differences and products, answer as digits;
-- `extraction`: a sentence about a person → JSON with name, age and city.
+- `extraction`: a sentence about a person → JSON with name, age and city;
+- `ticket` (two steps, extract then classify): a support ticket quoting a customer's review
+  among a ticket number, a name, a city and a channel → positive or negative; only the final
+  label is given, never the quoted words (bench/flows/ticket.yaml: copy the words, classify them);
+- `order` (three steps, two extractors and a calculator): a sentence about an order → the total
+  price, as digits; only the total is given (bench/flows/order.yaml: read the quantity, read the
+  unit price, multiply them with the calculator tool).
 
 No leakage between splits: every word pool (adjectives, nouns, topic keywords, names,
 cities, numbers) and every sentence template is divided into three disjoint parts, one each
@@ -110,6 +116,33 @@ PROFILES = (
     "{city} resident {name}, aged {age}, wrote to us.",
 )
 
+CHANNELS = (
+    "mail", "telephone", "chat", "fax", "letter", "the web form", "text message", "the kiosk", "email",
+)  # fmt: skip
+TICKETS = (
+    'Ticket {num} from {name} in {city}: "{words}" (sent by {channel})',
+    'Support case {num}. Customer {name} ({city}) wrote via {channel}: "{words}"',
+    'Case {num}, opened by {name} of {city} through {channel}, reads "{words}"',
+    'Feedback {num} received by {channel} from {name}, {city}: "{words}"',
+    '{name} from {city} sent note {num} by {channel}, saying "{words}"',
+    'Message {num} ({channel}) - {name}, {city} - "{words}"',
+)
+ITEMS = (
+    "lamps", "chairs", "mugs", "books", "pens", "towels", "candles", "plates", "shirts", "baskets", "pillows",
+    "clocks", "bottles", "notebooks", "cables", "jars", "brushes", "maps",
+)  # fmt: skip
+ORDERS = (
+    "{name} bought {q} {items} at {p} dollars each.",
+    "{name} ordered {q} {items}; each one costs {p} dollars.",
+    "For the shop, {name} picked up {q} {items}, priced at {p} dollars apiece.",
+    "Order from {name}: {items}, quantity {q}, unit price {p} dollars.",
+    "{name} needs {q} {items} and pays {p} dollars for every one.",
+    "Invoice for {name}: {q} {items}, {p} dollars per item.",
+)
+QUANTITIES = range(2, 14)
+PRICES = range(14, 100)
+"""Disjoint ranges, so that no number can be both a quantity and a price in any split."""
+
 
 def part(pool: Sequence[T], split: str) -> list[T]:
     """The split's share of a pool: a fixed third, disjoint from the other splits' shares."""
@@ -158,11 +191,32 @@ def extraction(rng: random.Random, split: str) -> dict[str, Any]:
     return {"text": rng.choice(part(PROFILES, split)).format(**fields), "fields": fields}
 
 
+def ticket(rng: random.Random, split: str) -> dict[str, Any]:
+    review = sentiment(rng, split)
+    fields = {
+        "num": rng.choice(part(range(1000, 10000), split)),
+        "name": rng.choice(part(NAMES, split)),
+        "city": rng.choice(part(CITIES, split)),
+        "channel": rng.choice(part(CHANNELS, split)),
+        "words": review["text"],
+    }
+    return {"text": rng.choice(part(TICKETS, split)).format(**fields), "label": review["label"]}
+
+
+def order(rng: random.Random, split: str) -> dict[str, Any]:
+    quantity, price = rng.choice(part(QUANTITIES, split)), rng.choice(part(PRICES, split))
+    fields = {"name": rng.choice(part(NAMES, split)), "items": rng.choice(part(ITEMS, split))}
+    text = rng.choice(part(ORDERS, split)).format(q=quantity, p=price, **fields)
+    return {"text": text, "total": str(quantity * price)}
+
+
 TASKS: dict[str, Callable[[random.Random, str], dict[str, Any]]] = {
     "sentiment": sentiment,
     "topic": topic,
     "arithmetic": arithmetic,
     "extraction": extraction,
+    "ticket": ticket,
+    "order": order,
 }
 
 
