@@ -200,15 +200,18 @@ class Optimization:
         self.store.finish_experiment(self.experiment_id, tagged({**live, **summary}))
 
     def _choose(self, search: Search) -> Candidate:
-        """The best dev score among fully evaluated candidates within the cost limit: the search's
-        best where it is one of them (it won its ties on held-out train examples), else the cheaper."""
+        """The search's best where it is fully evaluated and within the cost limit: it is the one
+        that won by more than the margin rule's one example (a smaller dev lead is a tie, decided on
+        held-out train examples), so a higher dev score by one example never overrides it. Else the
+        best dev score among fully evaluated candidates within the limit, else the cheapest."""
         full = [c for c in search.candidates if c.examples == len(self.prepared.dev.examples)]
         limit = self.options.max_cost_per_example
         within = [c for c in full if limit is None or c.cost_per_example <= limit]
         if not within:
             return min(full, key=lambda c: c.cost_per_example)
-        top = max(within, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example, c.id == "c0"))
-        return search.best if search.best in within and search.best.score == top.score else top
+        if search.best in within:
+            return search.best
+        return max(within, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example, c.id == "c0"))
 
     async def _test(
         self, evaluator: Evaluator, before: Candidate, after: Candidate

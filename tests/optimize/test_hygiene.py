@@ -210,3 +210,21 @@ async def test_a_one_example_win_on_dev_is_a_tie_decided_on_held_out_train(make_
     first = report["accepted"][0]
     assert first["decided_on"] == "held-out train"  # not on dev, where it won by one example
     assert first["versus"] == "c0"
+
+
+ZEBRA_RULES = r"""      - {match: "(?s)Label: \\w+\\n.*\\bzebra\\b[^\\n]*\\nLabel:$", reply: positive}
+      - {reply: unsure}"""
+"""Right only about the one dev review that mentions a zebra, and only with a demo in the prompt."""
+
+
+async def test_a_one_example_dev_lead_that_ties_on_held_out_train_is_not_the_written_flow(
+    make_task: MakeTask,
+) -> None:
+    task = make_task(ZEBRA_RULES)
+    write_jsonl(task.dev, [*rows(8, 1), {"text": "the zebra 1 was good", "label": "positive"}])
+    result, _ = await optimize(task, 300, proposer="none")
+    report = result.report
+    leads = [c for c in report["candidates"] if c["examples"] == 9 and c["score"] > report["before"]["dev"]]
+    assert leads, "some candidate leads on dev by the zebra review"
+    assert report["after"]["candidate"] == "c0"  # a one-example lead is a tie; held-out train ties too
+    assert load_flow(report["flow_out"]).spec.nodes["answer"].config.get("demos") is None
