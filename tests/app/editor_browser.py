@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 CANVAS_FRAME = '[data-stale="false"] iframe[title="studio.app.canvas.flow_canvas"]'
@@ -45,34 +46,30 @@ def add_from_palette(page: Any, node_type: str, node_id: str) -> None:
     canvas(page).get_by_test_id("canvas-fit").click()
 
 
-def big_flow(n: int) -> str:
-    """A flow of `n` nodes: a tree of text.template steps with an llm.generate every tenth."""
-    lines = ["flowstudio: 1", "name: big", "inputs:", "  text: {type: str}", "outputs:", f"  text: $n{n - 1}.text"]
+def _steps_flow(name: str, prefix: str, n: int, source: Callable[[int], str], llm_every: tuple[int, int]) -> str:
+    """`n` text.template steps named PREFIX0.., step i reading `source(i)`, an llm.generate where
+    i % llm_every[0] == llm_every[1]; the flow output reads the last step."""
+    lines = ["flowstudio: 1", f"name: {name}", "inputs:", "  text: {type: str}", "outputs:"]
+    lines += [f"  text: ${prefix}{n - 1}.text"]
     lines += ["models:", "  default: {model: local/smollm2, temperature: 0, max_tokens: 20}", "nodes:"]
     for i in range(n):
-        source = "$inputs.text" if i == 0 else f"$n{(i - 1) // 2 if i % 3 == 0 else i - 1}.text"
-        lines += [f"  n{i}:"]
-        if i % 10 == 5:
-            lines += ["    type: llm.generate", f"    inputs: {{text: {source}}}", "    config:"]
+        wire = "$inputs.text" if i == 0 else source(i)
+        lines += [f"  {prefix}{i}:"]
+        if i % llm_every[0] == llm_every[1]:
+            lines += ["    type: llm.generate", f"    inputs: {{text: {wire}}}", "    config:"]
             lines += [f'      prompt: "Step {i}: {{{{ text }}}}"']
         else:
-            lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
+            lines += ["    type: text.template", f"    inputs: {{text: {wire}}}"]
             lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
     return "\n".join(lines) + "\n"
+
+
+def big_flow(n: int) -> str:
+    """A flow of `n` nodes: a tree of text.template steps with an llm.generate every tenth."""
+    return _steps_flow("big", "n", n, lambda i: f"$n{(i - 1) // 2 if i % 3 == 0 else i - 1}.text", (10, 5))
 
 
 def chain_flow(n: int) -> str:
     """A flow of `n` nodes in one line (each feeds the next), an llm.generate every fifth: the widest
     layout a flow of `n` nodes can have."""
-    lines = ["flowstudio: 1", "name: chain", "inputs:", "  text: {type: str}", "outputs:", f"  text: $c{n - 1}.text"]
-    lines += ["models:", "  default: {model: local/smollm2, temperature: 0, max_tokens: 20}", "nodes:"]
-    for i in range(n):
-        source = "$inputs.text" if i == 0 else f"$c{i - 1}.text"
-        lines += [f"  c{i}:"]
-        if i % 5 == 4:
-            lines += ["    type: llm.generate", f"    inputs: {{text: {source}}}", "    config:"]
-            lines += [f'      prompt: "Step {i}: {{{{ text }}}}"']
-        else:
-            lines += ["    type: text.template", f"    inputs: {{text: {source}}}"]
-            lines += [f'    config: {{template: "{{{{ text }}}} {i}"}}']
-    return "\n".join(lines) + "\n"
+    return _steps_flow("chain", "c", n, lambda i: f"$c{i - 1}.text", (5, 4))
