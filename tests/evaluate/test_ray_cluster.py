@@ -37,7 +37,7 @@ def _free_port() -> int:
 
 
 def _node(args: list[str], log: Path) -> subprocess.Popen[bytes]:
-    """One `ray start ... --block` process tree in its own session."""
+    """One `ray start ... --block` process tree in its own session (HOME is the fixture's, see `cluster`)."""
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     command = [RAY, "start", *args, "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats", "--block"]
     with log.open("wb") as out:
@@ -66,6 +66,8 @@ def _started(process: subprocess.Popen[bytes], log: Path, deadline: float) -> No
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The address of a 2-node local cluster (head + one worker node), 1 CPU each."""
     folder = tmp_path_factory.mktemp("ray")
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = str(folder)  # no ~/.ray/auth_token of an earlier Ray here: the nodes and the driver agree
     port = _free_port()
     address = f"127.0.0.1:{port}"
     head = _node(
@@ -82,6 +84,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for process in (worker, head):
             if process is not None:
                 _stop(process)
+        if home is None:
+            os.environ.pop("HOME", None)
+        else:
+            os.environ["HOME"] = home
 
 
 def _made_calls(store: SQLiteStore, experiment_id: str) -> int:
