@@ -158,10 +158,10 @@ def _batch_live(prepared: Any, store: Any) -> Any:
     def progress(*, done: int, total: int, score: float | None, cost_usd: float, result: Any = None, **_: Any) -> None:
         if result is not None and result.outcome.run_id and result.score is not None:
             scores[result.outcome.run_id] = result.score  # so a stopped batch still shows each example's score
-        if live:
+        if live and live[0].due(force=done == total):  # the CI and the copy only when a write is due
             ci = [round(bound, 6) for bound in confidence_interval(list(scores.values()))] if scores else None
             fields = {"done": done, "total": total, "score": score, "score_ci": ci, "scores": dict(scores)}
-            live[0].update(force=done == total, **fields, cost_usd=round(cost_usd, 10))
+            live[0].update(force=True, **fields, cost_usd=round(cost_usd, 10))
 
     return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
 

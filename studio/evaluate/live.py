@@ -28,13 +28,16 @@ class LiveSummary:
         self.started = time.monotonic()
         self.last = 0.0
 
+    def due(self, *, force: bool = False) -> bool:
+        """Whether `update` would write now (a studio launch, and the last write old enough or
+        `force`): callers check it before building costly fields."""
+        return bool(os.environ.get(LAUNCH_ENV)) and (force or time.monotonic() - self.last >= self.every_s)
+
     def update(self, *, force: bool = False, **fields: Any) -> None:
         """Merge `fields` into the stored summary (skipped when the last write is too recent)."""
-        if not os.environ.get(LAUNCH_ENV):
+        if not self.due(force=force):
             return
         clock = time.monotonic()
-        if not force and clock - self.last < self.every_s:
-            return
         self.last = clock
         experiment = self.store.get_experiment(self.experiment_id)
         if experiment is None:
