@@ -94,6 +94,29 @@ def chromium() -> Iterator[Any]:
             launched.close()
 
 
+def settled(page: Any, timeout_ms: int = 30_000) -> None:
+    """Wait until the page's Streamlit script has finished its run (a rerun re-renders the widgets)."""
+    page.wait_for_selector("[data-testid=stApp][data-test-script-state=notRunning]", timeout=timeout_ms)
+
+
+def choose(page: Any, label: str, option: str, *, tries: int = 4) -> None:
+    """Pick `option` in the visible Streamlit selectbox labelled `label`.
+
+    A rerun that lands while the list is open closes it, so this waits for the script to settle
+    and opens the list again when the option did not show within a few seconds.
+    """
+    box = page.locator("[data-testid=stSelectbox]:visible", has_text=label).first
+    for _ in range(tries):
+        settled(page)
+        box.click()
+        try:
+            page.get_by_role("option", name=option, exact=True).click(timeout=5_000)
+            return
+        except Exception:  # Playwright's TimeoutError: the list closed or never opened
+            page.keyboard.press("Escape")
+    raise AssertionError(f"the selectbox {label!r} offered no option {option!r} in {tries} tries")
+
+
 def listening_addresses(port: int) -> set[str]:
     """Local IPv4/IPv6 addresses (hex, as /proc shows them) with a socket listening on `port`."""
     found = set()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.browser import CHROMIUM, listening_addresses, studio_server
+from tests.app.browser import CHROMIUM, choose, listening_addresses, studio_server
 from tests.app.seed import FLOWS
 from tests.conftest import FLOWSTUDIO, ROOT
 
@@ -35,12 +35,6 @@ def test_server_listens_on_loopback_only(server: tuple[str, int]) -> None:
     assert listening_addresses(port) == {f"{LOOPBACK_HEX}"}
 
 
-def _choose(page: Any, label: str, option: str) -> None:
-    """Pick `option` in the Streamlit selectbox labelled `label`."""
-    page.get_by_test_id("stSelectbox").filter(has_text=label).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_from_runs_list_to_failed_node_and_its_cause(
     server: tuple[str, int], browser: Any, seeded: tuple[Path, dict[str, str]]
 ) -> None:
@@ -52,18 +46,18 @@ def test_from_runs_list_to_failed_node_and_its_cause(
         expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
         page.get_by_test_id("stPageLink").get_by_role("link", name="Runs").click()
         expect(page.get_by_role("heading", name="Runs")).to_be_visible(timeout=WAIT_MS)
-        _choose(page, "Flow", "failing")
+        choose(page, "Flow", "failing")
         expect(page.get_by_text("2 runs match")).to_be_visible(timeout=WAIT_MS)
-        _choose(page, "Status", "failed")
+        choose(page, "Status", "failed")
         expect(page.get_by_text("2 runs match")).to_be_visible(timeout=WAIT_MS)
         page.get_by_role("link", name="Open trace").click()
         expect(page.get_by_role("heading", name="Traces")).to_be_visible(timeout=WAIT_MS)
         expect(page.get_by_text("Failing node:")).to_contain_text("answer", timeout=WAIT_MS)
         # an auth error points at the node's model settings (issue 20), its healthy upstream node is named as such
         expect(page.locator("p", has_text="Look first at:")).to_contain_text("model settings of answer")
-        _choose(page, "Node", "draft")
+        choose(page, "Node", "draft")
         expect(page.get_by_role("tabpanel").get_by_text("Outputs")).to_be_visible(timeout=WAIT_MS)
-        _choose(page, "Node", "answer")
+        choose(page, "Node", "answer")
         panel = page.get_by_role("tabpanel").first
         expect(panel.get_by_text("scripted auth error").first).to_be_visible(timeout=WAIT_MS)
         stored = page.get_by_text("<script>window.__pwned = 1</script>", exact=False).first

@@ -15,7 +15,7 @@ import pytest
 
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
-from tests.app.browser import CHROMIUM, studio_server
+from tests.app.browser import CHROMIUM, choose, studio_server
 from tests.app.editor_browser import WAIT_MS, add_from_palette, big_flow, canvas, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
@@ -59,8 +59,7 @@ def page(browser: Any, server: str, request: pytest.FixtureRequest) -> Iterator[
 
 def _choose_flow(page: Any, path: Path) -> None:
     """Open `path` and wait until the canvas shows its nodes (not the previous flow's)."""
-    page.get_by_test_id("stSelectbox").filter(has_text="Flow").first.click()
-    page.get_by_role("option", name=path.name, exact=True).click()
+    choose(page, "Flow", path.name)
     nodes = load_flow(path).spec.nodes
     root = canvas(page).get_by_test_id("canvas-root")
     sync_api.expect(root).to_have_attribute("data-nodes", str(len(nodes) + 2), timeout=WAIT_MS)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.browser import CHROMIUM, studio_server
+from tests.app.browser import CHROMIUM, choose, studio_server
 from tests.app.launch_seed import slow_folder
 from tests.conftest import FLOWSTUDIO, ROOT
 from tests.optimize.conftest import DEMO_RULES, MakeTask
@@ -115,12 +115,6 @@ def _rises(page: Any, pattern: re.Pattern[str], first: int, timeout_s: float = 2
     raise AssertionError(f"the progress stayed at {first} for {timeout_s} s")
 
 
-def _pick(page: Any, label: str, option: str) -> None:
-    """Choose `option` in the visible selectbox labelled `label` (the other tab has its own)."""
-    page.locator("[data-testid=stSelectbox]:visible", has_text=label).first.click()
-    page.get_by_role("option", name=option, exact=True).click()
-
-
 def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask, tmp_path: Path) -> None:
     expect = sync_api.expect
     task = make_task(DEMO_RULES.replace("reply:", "delay_s: 0.3, reply:"))
@@ -132,9 +126,9 @@ def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask,
             expect(page.get_by_role("heading", name="Experiments")).to_be_visible(timeout=WAIT_MS)
             page.get_by_text("Start a batch or a search").click()
             page.get_by_role("tab", name="Optimizer search").click()
-            _pick(page, "Train set", "train.jsonl")
-            _pick(page, "Dev set", "dev.jsonl")
-            _pick(page, "Metric", "exact")
+            choose(page, "Train set", "train.jsonl")
+            choose(page, "Dev set", "dev.jsonl")
+            choose(page, "Metric", "exact")
             budget = page.get_by_label("Budget (model calls)")
             budget.fill("160")
             budget.press("Enter")
