@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from pathlib import Path
+from xml.etree import ElementTree
 
+import graphviz
 import pytest
 
 from studio.store import MemoryStore, SQLiteStore
@@ -15,6 +18,7 @@ from studio.viewer import (
     cost_by_model,
     cost_by_node,
     day_filter,
+    dot_svg,
     example_rows,
     find_failure,
     human_seconds,
@@ -81,6 +85,22 @@ def test_graph_is_compiled_from_the_stored_flow_and_colored_by_status(real: tupl
     assert "answer -> " not in dot and "note -> draft" in dot and "draft -> answer" in dot
     assert 'fillcolor="#ffcdd2"' in dot and 'fillcolor="#c8e6c9"' in dot  # failed, succeeded
     assert "$0.000018" in dot  # cost on the node
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="needs Graphviz's dot (apt-get install graphviz)")
+def test_the_graph_picture_is_lean_svg_with_every_label_and_color(real: tuple[Path, dict[str, str]]) -> None:
+    db, runs = real
+    dot = run_dot(_trace(db, runs["failing_a"]), failing="answer", cause="draft")
+    full = str(graphviz.Source(dot).pipe(format="svg", encoding="utf-8"))
+    svg = dot_svg(dot)
+    assert svg is not None and len(svg) < 0.8 * len(full)
+    root = ElementTree.fromstring(svg)  # still well-formed SVG
+    labels = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert labels == [t.text for t in ElementTree.fromstring(full).iter("{http://www.w3.org/2000/svg}text")]
+    assert {"note", "draft", "answer"} <= set(labels)
+    assert "#ffcdd2" in svg and "#c8e6c9" in svg and "<title>" not in svg and "<!--" not in svg
+    group = root.find("{http://www.w3.org/2000/svg}g")
+    assert group is not None and group.get("font-family") == "Helvetica,sans-Serif"  # said once, inherited
 
 
 def test_node_table_and_step_detail_show_prompts_tokens_and_cost(real: tuple[Path, dict[str, str]]) -> None:
