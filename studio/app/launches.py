@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +25,10 @@ from studio.store.base import ExperimentRecord, RunFilter, Store, new_id, now
 State = Literal["starting", "running", "finished", "stopped", "failed", "unfinished"]
 """`unfinished`: no summary and no process the studio started (a terminal batch, running or killed)."""
 LOG_TAIL = 2000
+STOP_WAIT_S = 3.0
+"""How long Stop waits for the process to end before it records the runs it left unfinished."""
+STOPPED_ERROR = "stopped from the studio before it finished"
+"""The error a run in flight when its batch was stopped ends with (status `cancelled`)."""
 
 
 @dataclass
@@ -149,24 +154,40 @@ def log_tail(launch: Launch) -> str:
 
 
 def cancel(store: Store, experiment: ExperimentRecord, launch: Launch | None = None) -> None:
-    """Stop the experiment's process group and record it as stopped."""
+    """Stop the experiment's process group and record it as stopped; the runs it had in flight end
+    as `cancelled` (a `--resume` runs their examples again)."""
     summary = experiment.summary or {}
     pid = summary.get("pid") or (launch.pid if launch else None)
     if isinstance(pid, int) and alive(pid):
-        try:
-            if os.getpgid(pid) == pid:  # it leads its own group (the studio started it): stop it all
-                os.killpg(pid, signal.SIGTERM)
-            else:
-                os.kill(pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _terminate(pid)
     fresh = store.get_experiment(experiment.experiment_id)  # the process may have written since the page read it
     summary = (fresh.summary if fresh is not None else None) or summary
     stopped = {**summary, "status": "stopped", "stopped_at": now()}
     if experiment.kind != "optimize":  # the examples that finished, not the last progress write
         stopped["done"] = store.count_runs(RunFilter(experiment_id=experiment.experiment_id, status="succeeded"))
         stopped["done"] += store.count_runs(RunFilter(experiment_id=experiment.experiment_id, status="failed"))
+        _cancel_in_flight(store, experiment.experiment_id)
     store.finish_experiment(experiment.experiment_id, stopped)
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM the process (its whole group when it leads one) and wait a little for it to end."""
+    try:
+        if os.getpgid(pid) == pid:  # it leads its own group (the studio started it): stop it all
+            os.killpg(pid, signal.SIGTERM)
+        else:
+            os.kill(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + STOP_WAIT_S
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _cancel_in_flight(store: Store, experiment_id: str) -> None:
+    """End the experiment's runs still marked `running`: their process is gone, they will not finish."""
+    for run in store.query_runs(RunFilter(experiment_id=experiment_id, status="running"), limit=10_000):
+        store.finish_run(run.run_id, status="cancelled", outputs=None, error=STOPPED_ERROR)
 
 
 def progress(experiment: ExperimentRecord) -> dict[str, Any]:

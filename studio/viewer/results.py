@@ -83,6 +83,10 @@ def example_table(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[d
     return sorted(rows, key=_rank)
 
 
+UNFINISHED = ("running", "cancelled")
+"""Run statuses that are no example's result (a stopped batch's runs in flight end `cancelled`)."""
+
+
 def cards(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[tuple[str, str, str | None]]:
     """(label, value, note) for the summary cards: score with its CI, errors, cost (tokens when
     every call was free), tokens, p50/p95 latency. Read from the summary, else from the runs."""
@@ -96,7 +100,7 @@ def cards(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[tuple[str
     cost = summary.get("cost_usd", sum(r.cost_usd for r in runs))
     score_text = MISSING if not isinstance(score, int | float) else f"{score:.3f}"
     ci_text = f"95% CI {ci[0]:.3f} to {ci[1]:.3f}" if isinstance(ci, list) and len(ci) == 2 else None
-    examples = summary.get("examples", len(runs))
+    examples = summary.get("examples", sum(r.status not in UNFINISHED for r in runs))
     cost_card = (
         ("Cost", f"${cost:.6f}", f"${cost / examples:.6f} per example" if examples else None)
         if cost

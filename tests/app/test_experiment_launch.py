@@ -16,6 +16,7 @@ from studio.app.settings import DIR_ENV
 from studio.evaluate.live import LAUNCH_ENV, LiveSummary
 from studio.store import SQLiteStore
 from studio.store.base import ExperimentRecord, RunFilter
+from studio.viewer.results import cards
 from tests.app.launch_seed import slow_folder, wait_for
 from tests.optimize.conftest import DEMO_RULES, MakeTask
 
@@ -107,12 +108,14 @@ def test_a_started_batch_reports_progress_and_can_be_stopped(tmp_path: Path) -> 
     summary = stopped.summary or {}
     store = SQLiteStore(db)
     try:
-        finished = [
-            r for r in store.query_runs(RunFilter(experiment_id=stopped.experiment_id)) if r.status != "running"
-        ]
+        runs = store.query_runs(RunFilter(experiment_id=stopped.experiment_id))
     finally:
         store.close()
+    finished = [r for r in runs if r.status in ("succeeded", "failed")]
     assert 1 <= summary["done"] < 20 and summary["done"] == len(finished)  # what finished, not the last write
+    in_flight = [r for r in runs if r.status not in ("succeeded", "failed")]  # the run the stop interrupted
+    assert len(in_flight) <= 1 and all(r.status == "cancelled" and r.error == launches.STOPPED_ERROR for r in in_flight)
+    assert cards(stopped, runs)[1] == ("Errors", "0", f"of {len(finished)} examples")
     scored = summary["scores"]  # each finished example keeps its score, for the table and the card's CI
     assert set(scored) <= {r.run_id for r in finished} and len(scored) >= 1
     assert summary["score_ci"][0] <= summary["score"] <= summary["score_ci"][1]
