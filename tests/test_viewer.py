@@ -34,7 +34,7 @@ from studio.viewer import (
     total_cost,
 )
 from studio.viewer.trace import Trace
-from tests.app.seed import XSS, experiment, nested_run, seed_runs
+from tests.app.seed import XSS, experiment, nested_run, seed_runs, two_inputs_run
 
 
 @pytest.fixture(scope="module")
@@ -194,40 +194,15 @@ def test_failure_inside_a_map_item_points_at_the_same_items_earlier_step() -> No
     assert {s.node: s.status for s in node_summaries(trace)}["summaries"] == "failed"
 
 
-def _two_inputs_run(store: MemoryStore, error: str, kind: str, *, skip_b: bool = False) -> Trace:
-    flow = """\
-flowstudio: 1
-name: two
-inputs: {x: {type: str}}
-nodes:
-  a: {type: text.template, inputs: {x: $inputs.x}, config: {template: "a{{ x }}"}}
-  b: {type: text.template, inputs: {x: $inputs.x}, config: {template: "b{{ x }}"}}
-  c: {type: text.template, inputs: {left: $a.text, right: $b.text}, config: {template: "{{ left }}{{ right }}"}}
-"""
-    store.create_run(RunRecord(run_id="two", flow="two", flow_path=None, flow_hash="h", inputs={"x": "1"}), flow)
-    b = (
-        StepRecord(node="b", status="skipped")
-        if skip_b
-        else StepRecord(node="b", status="succeeded", outputs={"text": "b1"})
-    )
-    store.finish_step("two", StepRecord(node="a", status="succeeded", outputs={"text": "a1"}), [])
-    store.finish_step("two", b, [])
-    store.finish_step("two", StepRecord(node="c", status="failed", error=error, error_kind=kind), [])
-    store.finish_run("two", status="failed", outputs=None, error="c failed")
-    trace = load_trace(store, "two")
-    assert trace is not None
-    return trace
-
-
 def test_cause_is_the_producer_of_a_rejected_input() -> None:
-    failure = find_failure(_two_inputs_run(MemoryStore(), "input left: Input should be a valid string", "bad_input"))
+    failure = find_failure(two_inputs_run(MemoryStore(), "input left: Input should be a valid string", "bad_input"))
     assert failure is not None and failure.cause is not None
     assert failure.cause.node == "a" and failure.cause.output == {"text": "a1"} and "left" in failure.cause.reason
     assert failure.upstream == ("a", "b")
 
 
 def test_cause_prefers_a_skipped_upstream_node() -> None:
-    failure = find_failure(_two_inputs_run(MemoryStore(), "boom", "exception", skip_b=True))
+    failure = find_failure(two_inputs_run(MemoryStore(), "boom", "exception", skip_b=True))
     assert failure is not None and failure.cause is not None
     assert failure.cause.node == "b" and "skipped" in failure.cause.reason
 

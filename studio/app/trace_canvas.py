@@ -94,8 +94,11 @@ def _specials(trace: Trace) -> dict[str, str | None]:
     return {INPUTS: "succeeded", OUTPUTS: ended.get(trace.run.status)}
 
 
-def trace_graph(drawn: Drawing, trace: Trace, *, selected: str | None, acked: Acked) -> dict[str, Any]:
-    """The component's `graph` argument for this run: statuses, failing steps' errors, the selection."""
+def trace_graph(
+    drawn: Drawing, trace: Trace, *, selected: str | None, acked: Acked, cause: str | None = None
+) -> dict[str, Any]:
+    """The component's `graph` argument for this run: statuses, failing steps' errors, the selection,
+    and the node the failure box names as the likely cause (ringed)."""
     summaries = {s.node: s for s in node_summaries(trace)}
     specials = _specials(trace)
     nodes = []
@@ -103,7 +106,8 @@ def trace_graph(drawn: Drawing, trace: Trace, *, selected: str | None, acked: Ac
         summary = summaries.get(node["id"])
         status = CANVAS_STATUS[summary.status] if summary else specials.get(node["id"])
         notes = _run_error(summary.error) if summary and summary.status == "failed" else {}
-        nodes.append({**node, "status": status, **notes})
+        marked = {"cause": True} if node["id"] == cause else {}
+        nodes.append({**node, "status": status, **notes, **marked})
     return {
         "nodes": nodes,
         "edges": list(drawn.edges),

@@ -103,12 +103,12 @@ def _graph(store: Store, trace: Trace, node: str, failing: str | None, cause: st
     )
     text = store.flow_text(trace.run.run_id) if interactive else None
     drawn = trace_canvas.drawing(text, trace.run.flow_path) if text else None
+    failing_node, cause_node = (top_node(n) if n else None for n in (failing, cause))
     if drawn is not None:
         key = _canvas_key(trace)
         acked = st.session_state.setdefault(f"{key}_acked", trace_canvas.Acked())
-        trace_parts.canvas(trace_canvas.trace_graph(drawn, trace, selected=node, acked=acked), key)
+        trace_parts.canvas(trace_canvas.trace_graph(drawn, trace, selected=node, acked=acked, cause=cause_node), key)
     else:
-        failing_node, cause_node = (top_node(n) if n else None for n in (failing, cause))
         trace_parts.graph(run_dot(trace, selected=node, failing=failing_node, cause=cause_node))
     trace_parts.legend_and_problem(trace)
 

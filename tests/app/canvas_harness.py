@@ -41,6 +41,7 @@ def initial_graph() -> dict[str, Any]:
         _node("$outputs", "outputs", "", 1120, 60, inputs=[_port("title", "str")], add_port=True),
     ]
     nodes[2]["errors"] = ["prompt: unknown variable 'x'"]
+    nodes[1]["cause"] = True  # as the Traces page marks a failure's likely cause
     edge = {"id": "$inputs.topic->summarise.article", "source": "$inputs", "sourceHandle": "topic"}
     edge |= {"target": "summarise", "targetHandle": "article", "type": "str"}
     return {"nodes": nodes, "edges": [edge], "palette": PALETTE, "selected": None, "message": None, "version": 1}

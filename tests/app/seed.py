@@ -7,6 +7,8 @@ from typing import Any
 
 from studio.runtime.runner import run_flow
 from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord, StepStatus, Store
+from studio.viewer import load_trace
+from studio.viewer.trace import Trace
 
 FLOWS = Path(__file__).resolve().parent / "flows"
 XSS = "<script>window.__pwned = 1</script>"
@@ -127,3 +129,29 @@ def experiment(store: Store, experiment_id: str = "exp1") -> list[str]:
         store.finish_run(run_id, status=status, outputs=None if number == 2 else {"headline": XSS}, error=None)
     store.finish_experiment(experiment_id, {"mean": 0.5, "scores": {ids[0]: 1.0, ids[1]: 0.0}})
     return ids
+
+
+def two_inputs_run(store: Store, error: str, kind: str, *, skip_b: bool = False) -> Trace:
+    """A run of a, b → c where c failed with `error` of `kind` (b skipped when `skip_b`)."""
+    flow = """\
+flowstudio: 1
+name: two
+inputs: {x: {type: str}}
+nodes:
+  a: {type: text.template, inputs: {x: $inputs.x}, config: {template: "a{{ x }}"}}
+  b: {type: text.template, inputs: {x: $inputs.x}, config: {template: "b{{ x }}"}}
+  c: {type: text.template, inputs: {left: $a.text, right: $b.text}, config: {template: "{{ left }}{{ right }}"}}
+"""
+    store.create_run(RunRecord(run_id="two", flow="two", flow_path=None, flow_hash="h", inputs={"x": "1"}), flow)
+    b = (
+        StepRecord(node="b", status="skipped")
+        if skip_b
+        else StepRecord(node="b", status="succeeded", outputs={"text": "b1"})
+    )
+    store.finish_step("two", StepRecord(node="a", status="succeeded", outputs={"text": "a1"}), [])
+    store.finish_step("two", b, [])
+    store.finish_step("two", StepRecord(node="c", status="failed", error=error, error_kind=kind), [])
+    store.finish_run("two", status="failed", outputs=None, error="c failed")
+    trace = load_trace(store, "two")
+    assert trace is not None
+    return trace

@@ -14,7 +14,7 @@ import pytest
 
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
-from tests.app.browser import CHROMIUM, studio_server
+from tests.app.browser import CHROMIUM, choose, studio_server
 from tests.app.editor_browser import WAIT_MS, big_flow, canvas, chain_flow
 from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT
 
@@ -86,8 +86,7 @@ def shot(page: Any, name: str) -> None:
 
 
 def open_flow(page: Any, path: Path) -> None:
-    page.get_by_role("combobox", name="Flow", exact=True).click()
-    page.get_by_role("option", name=str(path.relative_to(path.parent)), exact=True).click()
+    choose(page, "Flow", str(path.relative_to(path.parent)))
     nodes = load_flow(path).spec.nodes
     root = canvas(page).get_by_test_id("canvas-root")
     sync_api.expect(root).to_have_attribute("data-nodes", str(len(nodes) + 2), timeout=WAIT_MS)

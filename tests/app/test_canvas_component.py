@@ -116,6 +116,10 @@ def test_nodes_and_typed_ports_render(page: Any) -> None:
     summarise = frame.get_by_test_id("node-summarise")
     assert "article" in summarise.inner_text() and ": float" in summarise.inner_text()
     assert "unknown variable 'x'" in frame.get_by_test_id("node-headline").inner_text()
+    assert frame.get_by_test_id("cause-summarise").inner_text() == "likely cause"
+    assert (
+        "is-cause" in (summarise.get_attribute("class") or "") and frame.get_by_test_id("cause-headline").count() == 0
+    )
     assert frame.locator(".react-flow__edge").count() == 1
     assert frame.get_by_test_id("canvas-redo").is_disabled()
 

@@ -16,7 +16,7 @@ from studio.runtime.runner import run_flow
 from studio.store import SQLiteStore
 from studio.store.base import RunRecord, StepRecord
 from tests.app.browser import CHROMIUM, studio_server
-from tests.app.seed import FLOWS
+from tests.app.seed import FLOWS, two_inputs_run
 from tests.conftest import FLOWSTUDIO, ROOT
 from tests.test_timeline import FAN_OUT
 
@@ -83,7 +83,23 @@ def test_the_graph_is_the_canvas_read_only_coloured_by_status(app_env: dict[str,
     assert not any(n["add_port"] or n["errors"] for n in graph["nodes"])
     answer = next(n for n in graph["nodes"] if n["id"] == "answer")
     assert "auth" in answer["run_error"]
+    assert not any(n.get("cause") for n in graph["nodes"])  # an auth error: its upstream nodes were fine
     assert {(e["source"], e["target"]) for e in graph["edges"]} >= {("draft", "answer")}
+
+
+def test_the_producer_of_a_rejected_input_is_ringed_as_the_likely_cause(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "s.db"
+    store = SQLiteStore(db)
+    try:
+        two_inputs_run(store, "input left: Input should be a valid string", "bad_input")
+    finally:
+        store.close()
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    graph = _canvas_args(_open("two"), "two")["graph"]
+    assert [n["id"] for n in graph["nodes"] if n.get("cause")] == ["a"]  # it produced the rejected `left`
+    assert graph["selected"] == "c"
 
 
 def test_a_click_on_a_node_shows_its_details_once(app_env: dict[str, str]) -> None:

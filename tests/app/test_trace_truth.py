@@ -13,7 +13,7 @@ from studio.cli import main
 from studio.store.memory import MemoryStore
 from studio.viewer.failure import blame, find_failure
 from tests.app.launch_seed import QA
-from tests.test_viewer import _two_inputs_run
+from tests.app.seed import two_inputs_run
 
 
 def _trace_page() -> None:
@@ -67,7 +67,7 @@ def test_an_auth_error_blames_the_nodes_model_settings(tmp_path: Path) -> None:
 
 
 def test_a_bad_input_blames_the_upstream_node_that_produced_it() -> None:
-    trace = _two_inputs_run(MemoryStore(), "input left: Input should be a valid string", "bad_input")
+    trace = two_inputs_run(MemoryStore(), "input left: Input should be a valid string", "bad_input")
     failure = find_failure(trace)
     assert failure is not None
     found = blame(trace, failure)

@@ -133,6 +133,7 @@ function className(node: GraphNode, selected: boolean): string {
   if (selected) parts.push("is-selected");
   if (node.errors?.length) parts.push("has-errors");
   if (node.status) parts.push(`status-${node.status}`);
+  if (node.cause) parts.push("is-cause");
   return parts.join(" ");
 }
 
@@ -151,6 +152,11 @@ function FlowNodeView({ data, selected }: NodeProps<CanvasNode>) {
     >
       {node.kind === "node" ? (
         <Handle type="target" position={Position.Top} id={GUARD_HANDLE} className="fc-handle-guard" isConnectable={false} />
+      ) : null}
+      {node.cause ? (
+        <div className="fc-cause" data-testid={`cause-${node.id}`}>
+          likely cause
+        </div>
       ) : null}
       <Header node={node} />
       <Facts node={node} />

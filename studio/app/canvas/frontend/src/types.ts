@@ -39,6 +39,8 @@ export interface GraphNode {
   preview?: string | null;
   /** Why the node's step failed in that run. */
   run_error?: string | null;
+  /** On a trace: the node the failure points at as its likely cause. */
+  cause?: boolean;
 }
 
 /** `data`: a wire; `guard`: what a `when:` reads → the guarded node; `after`: an ordering-only dependency. */
