@@ -23,6 +23,7 @@ fixed; `seed` only changes which examples are drawn from a split's pools.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 from collections.abc import Callable, Sequence
@@ -144,12 +145,18 @@ PRICES = range(14, 100)
 """Disjoint ranges, so that no number can be both a quantity and a price in any split."""
 
 
-def part(pool: Sequence[T], split: str) -> list[T]:
+def part(pool: Sequence[T], split: str) -> tuple[T, ...]:
     """The split's share of a pool: a fixed third, disjoint from the other splits' shares."""
-    index = SPLITS.index(split)
+    return _shares(tuple(pool))[SPLITS.index(split)]
+
+
+@functools.lru_cache(maxsize=64)
+def _shares(pool: tuple[T, ...]) -> tuple[tuple[T, ...], ...]:
+    """The pool shuffled once (by a seed drawn from the pool itself) and dealt into three shares;
+    cached, since every generated example draws from several pools."""
     shuffled = list(pool)
     random.Random(f"pool:{len(pool)}:{pool[0]}").shuffle(shuffled)
-    return shuffled[index::3]
+    return tuple(tuple(shuffled[index::3]) for index in range(len(SPLITS)))
 
 
 def sentiment(rng: random.Random, split: str) -> dict[str, Any]:
