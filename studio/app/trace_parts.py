@@ -245,15 +245,28 @@ def cost_panel(trace: Trace) -> None:
         rows = [
             {"node": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_node(trace)
         ]
-        st.bar_chart(rows, x="node", y=measure, horizontal=True, sort=f"-{measure}")
+        _bars(rows, "node", measure)
         st.dataframe(rows, hide_index=True)
     with by_model:
         st.markdown("**By model**")
         rows = [
             {"model": r.key, "cost $": r.cost_usd, "tokens": r.tokens, "calls": r.calls} for r in cost_by_model(trace)
         ]
-        st.bar_chart(rows, x="model", y=measure, horizontal=True, sort=f"-{measure}")
+        _bars(rows, "model", measure)
         st.dataframe(rows, hide_index=True)
+
+
+def _bars(rows: list[dict[str, Any]], key: str, measure: str) -> None:
+    """Horizontal bars of `measure` per `key`, the biggest first (a Vega-Lite spec: `st.bar_chart`
+    would import and validate through Altair, most of a second on a page's first visit)."""
+    spec = {
+        "mark": {"type": "bar", "tooltip": True},
+        "encoding": {
+            "y": {"field": key, "type": "nominal", "sort": "-x", "title": None, "axis": {"labelLimit": 200}},
+            "x": {"field": measure, "type": "quantitative", "title": measure},
+        },
+    }
+    st.vega_lite_chart(rows, spec, width="stretch")
 
 
 def compare_panel(store: Store, trace: Trace, others: list[RunRecord]) -> None:

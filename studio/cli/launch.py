@@ -26,10 +26,9 @@ def free_port(address: str = LOOPBACK) -> int:
 
 
 def streamlit_command(port: int, address: str = LOOPBACK, script: Path = MAIN) -> list[str]:
-    """`streamlit run` on the app (or another script), headless, without usage statistics or file watching;
-    through `studio.app.server`, which warms the pages' imports while the server starts."""
+    """`streamlit run` on the app (or another script), headless, without usage statistics or file watching."""
     return [
-        sys.executable, "-m", "studio.app.server", "run", str(script),
+        sys.executable, "-m", "streamlit", "run", str(script),
         "--server.address", address,
         "--server.port", str(port),
         "--server.headless", "true",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,23 @@ def test_a_free_run_shows_tokens_not_zero_dollars(tmp_path: Path, monkeypatch: p
     assert metrics["cost"] == "free"
     shown = [json.loads(j.value) for j in app.json]
     assert shown[:2] == [{"question": "What is 2 + 2?"}, {"answer": "4"}]  # the run's own inputs and outputs first
+    charts = [json.loads(c.proto.spec) for c in app.get("vega_lite_chart")]
+    bars = [c for c in charts if c.get("mark", {}).get("type") == "bar" and c["encoding"]["x"]["field"] == "tokens"]
+    assert [b["encoding"]["y"]["field"] for b in bars] == ["node", "model"]  # counted in tokens, biggest first
+    assert all(b["encoding"]["y"]["sort"] == "-x" for b in bars)
+
+
+def test_the_cost_bars_draw_without_altair(tmp_path: Path) -> None:
+    """`st.bar_chart` imports and validates through Altair: most of a second on a page's first visit."""
+    db, run_id = _free_run(tmp_path, "What is 2 + 2?")
+    script = (
+        "import sys; from studio.store import SQLiteStore; from studio.viewer import load_trace\n"
+        "from studio.app.trace_parts import cost_panel\n"
+        f"cost_panel(load_trace(SQLiteStore({str(db)!r}), {run_id!r}))\n"
+        "print('altair' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
 
 
 def test_an_auth_error_blames_the_nodes_model_settings(tmp_path: Path) -> None:
