@@ -123,6 +123,24 @@ def _timeline(trace: Trace) -> None:
     trace_parts.timeline_chart(trace)
 
 
+def _tabs(store: Store, trace: Trace, node: str, failing: str | None, siblings: list[RunRecord]) -> None:
+    """The node's details and three other views, one at a time: only the open tab is drawn (on a
+    500-step run the hidden tables and charts were a third of the page), and `?tab=` names it."""
+    details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"], key="tab", bind="query-params")
+    if details.open:
+        with details:
+            trace_parts.step_panel(trace, _pick_step(trace, node, failing))
+    if tables.open:
+        with tables:
+            trace_parts.tables(trace)
+    if costs.open:
+        with costs:
+            trace_parts.cost_panel(trace)
+    if compare.open:
+        with compare:
+            trace_parts.compare_panel(store, trace, siblings)
+
+
 def render() -> None:
     """The whole page for the run in `?run=`."""
     st.title("Traces")
@@ -157,13 +175,4 @@ def render() -> None:
         with graph:
             _graph(store, trace, node, failing, cause)
             _timeline(trace)
-        details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"])
-        with details:
-            step = _pick_step(trace, node, failing)
-            trace_parts.step_panel(trace, step)
-        with tables:
-            trace_parts.tables(trace)
-        with costs:
-            trace_parts.cost_panel(trace)
-        with compare:
-            trace_parts.compare_panel(store, trace, siblings)
+        _tabs(store, trace, node, failing, siblings)

@@ -64,6 +64,9 @@ def test_from_runs_list_to_failed_node_and_its_cause(
         expect(stored).to_be_visible()
         assert page.evaluate("window.__pwned") is None  # shown as text, never run
         assert page.locator("b", has_text="bold").count() == 0
+        page.get_by_role("tab", name="Cost").click()  # drawn when opened, and named in the URL
+        expect(page.get_by_text("total of model calls")).to_be_visible(timeout=WAIT_MS)
+        assert page.evaluate("new URL(location.href).searchParams.get('tab')") == "Cost"
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "trace-failed-run.png"), full_page=True)
     finally:

@@ -149,13 +149,13 @@ def test_sub_flow_steps_can_be_picked_per_iteration(app_env: dict[str, str]) -> 
 
 
 def test_cost_tab_totals_the_model_calls(app_env: dict[str, str]) -> None:
-    app = _page(_trace_page, run=app_env["nested"])
+    app = _page(_trace_page, run=app_env["nested"], tab="Cost")
     total = next(m for m in app.metric if m.label == "total of model calls")
     assert total.value == "$0.063000"
 
 
 def test_compare_tab_lists_what_differs(app_env: dict[str, str]) -> None:
-    app = _page(_trace_page, run=app_env["chain_a"])
+    app = _page(_trace_page, run=app_env["chain_a"], tab="Compare")
     app.selectbox(key="compare_with").select(app_env["chain_b"]).run()
     rows = _table(app, "differs")
     assert list(rows["step"]) == ["ask", "write", "shout"]

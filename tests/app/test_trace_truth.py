@@ -42,6 +42,9 @@ def test_a_free_run_shows_tokens_not_zero_dollars(tmp_path: Path, monkeypatch: p
     app.query_params["run"] = run_id
     app.run()
     assert not app.exception, app.exception
+    assert "tokens of model calls" not in {m.label for m in app.metric}  # the Cost tab is drawn when opened
+    app.query_params["tab"] = "Cost"
+    app.run()
     metrics = {m.label: m.value for m in app.metric}
     assert "total of model calls" not in metrics
     assert int(metrics["tokens of model calls"]) > 0
