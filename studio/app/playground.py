@@ -94,6 +94,7 @@ def _ended(current: EditorRun) -> None:
     if not current.done:
         done = sum(s not in ("pending", "running") for s in current.statuses.values())
         st.caption(f"Running… {done} of {len(current.statuses)} nodes done")
+        _streaming(current)
         return
     st.markdown(f"Run {badge(current.status)}")
     failed = current.node_errors()
@@ -108,6 +109,15 @@ def _ended(current: EditorRun) -> None:
             show_value(value)
     if current.run_id and st.button(f"Open trace ({current.status})", key="editor_open_trace"):
         st.switch_page(trace_page(), query_params={"run": current.run_id})
+
+
+def _streaming(current: EditorRun) -> None:
+    """The text each running node has streamed so far (its end), as it arrives."""
+    for node, text in list(current.tokens.items()):
+        if current.statuses.get(node) == "running":
+            with st.container(key=f"streaming_{node}"):
+                st.markdown(f"{ident(node)} streaming")
+                st.text(text[-PREVIEW_CHARS:])
 
 
 def _waiting_steps(run_id: str) -> list[StepRecord]:
