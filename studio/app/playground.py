@@ -59,7 +59,7 @@ def _start(editor: Editor, values: dict[str, Any]) -> None:
         editor.save()
     nodes = [str(n) for n in editor.flow.nodes()]
     st.session_state[run_key(editor)] = start_run(editor.path, values, nodes, settings().db)
-    st.rerun()
+    # no rerun here: the rest of this script run shows the new run, and the page redraws when it changes
 
 
 def _form(editor: Editor, flow: Flow) -> None:
@@ -190,6 +190,7 @@ def render_playground(editor: Editor) -> None:
         _chat(editor, ports, current)
     else:
         _form(editor, editor.checked)
+    current = st.session_state.get(run_key(editor))  # the run the form may just have started
     if current is None:
         return
     st.divider()
