@@ -12,7 +12,8 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
   revalidation → new graph → React Flow);
 - connect: drag from the first added node's output to a second one's input; from the release
   until the canvas shows one more edge;
-- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit and the graph after it;
+- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit (the first edit also
+  parses the round-trip document) and the graph after it, then adding a node and wiring it;
 - build from empty (issue #19), at 1440x900: open an empty flow file, then with the mouse add five
   text.template nodes from the palette, wire `$inputs.+` to the first (a new flow input), chain
   the five, give the third a `when` guard in the inspector (Apply), wire the last to `$outputs.+`
@@ -276,11 +277,17 @@ def server_figures(path: Path) -> dict[str, float]:
     edited = time.perf_counter()
     editor.graph()
     redrawn = time.perf_counter()
+    editor.add_node("text.template")
+    added = time.perf_counter()
+    editor.connect("n3", "text", "template", "text")
+    connected = time.perf_counter()
     return {
         "editor_open_s": round(opened - start, 3),
         "graph_s": round(drawn - opened, 3),
         "prompt_edit_s": round(edited - drawn, 3),
         "graph_after_edit_s": round(redrawn - edited, 3),
+        "add_node_s": round(added - redrawn, 3),
+        "connect_s": round(connected - added, 3),
     }
 
 
