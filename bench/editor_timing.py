@@ -12,15 +12,21 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
   revalidation → new graph → React Flow);
 - connect: drag from the first added node's output to a second one's input; from the release
   until the canvas shows one more edge;
-- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit and the graph after it;
+- server side, in-process: `Editor(path)`, `editor.graph()`, one prompt edit (the first edit also
+  parses the round-trip document) and the graph after it, then adding a node and wiring it;
 - build from empty (issue #19), at 1440x900: open an empty flow file, then with the mouse add five
   text.template nodes from the palette, wire `$inputs.+` to the first (a new flow input), chain
   the five, give the third a `when` guard in the inspector (Apply), wire the last to `$outputs.+`
   and press Ctrl+S; each gesture is timed from the action until the canvas (or the saved file)
   shows its result.
+- first token (issue #19): a one-node flow on the embedded model (local/smollm2) in the Editor's
+  Playground; after one warm-up run (the studio loads the model), from the click on Start until
+  the running node shows streamed text on the canvas, on new inputs each time (no cache hit);
+  with the time until the node finished, to show that the first words came before the reply.
 
 Goals: open < 3 s (issue #8; < 2 s median, issue #19), an edit's round trip < 1 s
-(add/connect/apply < 0.5 s, issue #19). Prints ONE JSON object.
+(add/connect/apply < 0.5 s, issue #19), first streamed token on screen < 1 s after Start on the
+warm embedded model (issue #19). Prints ONE JSON object.
 
 Run (from the repository root):
     .venv/bin/python bench/editor_timing.py
@@ -32,6 +38,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import statistics
 import sys
 import tempfile
@@ -164,6 +171,60 @@ def build_from_empty(page: Any, path: Path) -> dict[str, Any]:
     return times
 
 
+STREAM_FLOW = """flowstudio: 1
+name: stream
+inputs:
+  topic: {type: str}
+outputs:
+  story: $story.text
+models:
+  default: {model: local/smollm2, temperature: 0, max_tokens: 160}
+nodes:
+  story:
+    type: llm.generate
+    inputs: {topic: $inputs.topic}
+    config: {prompt: "Write a long story about {{ topic }}."}
+"""
+"""The first-token flow: one LLM node on the embedded model, asked for a long reply."""
+TOPICS = ("a lighthouse", "a red kite", "the tide", "a lost key", "an old map", "a quiet town", "snow")
+
+
+def _start_run(page: Any, topic: str) -> None:
+    page.get_by_label("topic (str)").fill(topic)
+    page.get_by_role("button", name="Start").click()
+
+
+def first_token(page: Any, runs: int) -> dict[str, Any]:
+    """Open stream.yaml, one warm-up run, then `runs` timed ones: Start → streamed text on the running node."""
+
+    from playwright.sync_api import expect
+
+    frame = canvas(page)
+    page.get_by_role("combobox", name="Flow", exact=True).click()
+    page.get_by_role("option", name="stream.yaml", exact=True).click()
+    expect(frame.get_by_test_id("node-story")).to_be_visible(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Run", exact=True).click()
+    node = frame.get_by_test_id("node-story")
+    done = re.compile(r"\bstatus-succeeded\b")
+    _start_run(page, TOPICS[0])  # warm-up: the studio's process loads the model once
+    expect(node).to_have_class(done, timeout=TIMEOUT_MS)
+    streamed = frame.locator('[data-testid="node-story"].status-running [data-testid="preview-story"]')
+    firsts, ends = [], []
+    for topic in TOPICS[1 : runs + 1]:
+        start = time.perf_counter()
+        _start_run(page, topic)
+        expect(streamed).to_have_text(re.compile(r"\S"), timeout=TIMEOUT_MS)
+        firsts.append(time.perf_counter() - start)
+        expect(node).to_have_class(done, timeout=TIMEOUT_MS)
+        ends.append(time.perf_counter() - start)
+    return {
+        "first_token_median_s": round(statistics.median(firsts), 3),
+        "node_done_median_s": round(statistics.median(ends), 3),
+        "first_tokens_s": [round(t, 3) for t in firsts],
+        "node_done_s": [round(t, 3) for t in ends],
+    }
+
+
 def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
     with (
         studio_server(FLOWSTUDIO, folder, folder / "bench.db", folder / "studio.log") as (url, _),
@@ -185,8 +246,14 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         expect(expect_open).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
         build = build_from_empty(page, folder / "empty.yaml")
         page.close()
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{url}/editor")
+        expect(_root(page)).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
+        streaming = first_token(page, max(repeat, 3))
+        page.close()
     return {
         "build_from_empty": build,
+        "first_token": streaming,
         "open_first_s": round(opens[0], 3),
         "open_median_s": round(statistics.median(opens[1:] or opens), 3),
         "open_phases_median_s": {name: round(statistics.median(times), 3) for name, times in phases.items()},
@@ -210,11 +277,17 @@ def server_figures(path: Path) -> dict[str, float]:
     edited = time.perf_counter()
     editor.graph()
     redrawn = time.perf_counter()
+    editor.add_node("text.template")
+    added = time.perf_counter()
+    editor.connect("n3", "text", "template", "text")
+    connected = time.perf_counter()
     return {
         "editor_open_s": round(opened - start, 3),
         "graph_s": round(drawn - opened, 3),
         "prompt_edit_s": round(edited - drawn, 3),
         "graph_after_edit_s": round(redrawn - edited, 3),
+        "add_node_s": round(added - redrawn, 3),
+        "connect_s": round(connected - added, 3),
     }
 
 
@@ -230,6 +303,7 @@ def main() -> None:
         path = folder / "big.yaml"
         path.write_text(big_flow(args.nodes), encoding="utf-8")
         (folder / "empty.yaml").write_text(new_flow_text("empty"), encoding="utf-8")
+        (folder / "stream.yaml").write_text(STREAM_FLOW, encoding="utf-8")
         server = server_figures(path)
         figures = browser_figures(folder, args.nodes, args.repeat)
     print(json.dumps({"nodes": args.nodes, "repeat": args.repeat, "browser": figures, "server": server}, indent=2))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import streamlit as st
@@ -23,6 +22,9 @@ from studio.flow.spec import FLOW_NAME
 
 EMPTY = "(empty flow)"
 POLL_S = 0.4
+"""While a run goes on, the page redraws at least this often..."""
+REDRAW_LEAST_S = 0.1
+"""...and as soon as the run changes (a status, a streamed token), but not more often than this."""
 INSPECTOR, FLOW, PLAYGROUND = "Inspector", "Flow", "Playground"
 CANVAS_LEAST_PX = 480
 """The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
@@ -301,6 +303,7 @@ def render() -> None:
             with right, st.container(key="editor_inspector", border=False):
                 _side_panel(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
+    current = st.session_state.get(run_key(editor))  # the Playground may just have started one
     if current is not None and not current.done:
-        time.sleep(POLL_S)
+        current.wait(REDRAW_LEAST_S, POLL_S)
         st.rerun()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,27 @@ class EditorRun:
     tokens: dict[str, str] = field(default_factory=dict)
     """Text streamed so far by each node (the engine's `token` events), by the flow's own node id."""
     thread: threading.Thread | None = field(default=None, repr=False)
+    changed: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set by every event of the run (and its end): the page redraws soon after, not on a fixed beat."""
 
     @property
     def done(self) -> bool:
         return self.status != "running"
 
+    def wait(self, least: float, most: float) -> None:
+        """Sleep `least` seconds (tokens that come together are drawn together), then until the run
+        changes or `most` seconds have passed in all."""
+        time.sleep(least)
+        self.changed.wait(max(0.0, most - least))
+        self.changed.clear()
+
     def hook(self, *, event: str, **details: Any) -> None:
+        try:
+            self._record(event, details)
+        finally:
+            self.changed.set()
+
+    def _record(self, event: str, details: dict[str, Any]) -> None:
         if event == "token":
             node = _own_node(str(details.get("node", "")))
             self.tokens[node] = self.tokens.get(node, "") + str(details.get("text", ""))
@@ -75,6 +91,8 @@ def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path) ->
             run.error, run.status = str(err), "error"
         except Exception as err:  # the page must learn that the thread died, whatever happened
             run.error, run.status = f"{type(err).__name__}: {err}", "error"
+        finally:
+            run.changed.set()
 
     run.thread = threading.Thread(target=work, name="editor-run", daemon=True)
     run.thread.start()

@@ -59,7 +59,7 @@ def _start(editor: Editor, values: dict[str, Any]) -> None:
         editor.save()
     nodes = [str(n) for n in editor.flow.nodes()]
     st.session_state[run_key(editor)] = start_run(editor.path, values, nodes, settings().db)
-    st.rerun()
+    # no rerun here: the rest of this script run shows the new run, and the page redraws when it changes
 
 
 def _form(editor: Editor, flow: Flow) -> None:
@@ -94,6 +94,7 @@ def _ended(current: EditorRun) -> None:
     if not current.done:
         done = sum(s not in ("pending", "running") for s in current.statuses.values())
         st.caption(f"Running… {done} of {len(current.statuses)} nodes done")
+        _streaming(current)
         return
     st.markdown(f"Run {badge(current.status)}")
     failed = current.node_errors()
@@ -108,6 +109,15 @@ def _ended(current: EditorRun) -> None:
             show_value(value)
     if current.run_id and st.button(f"Open trace ({current.status})", key="editor_open_trace"):
         st.switch_page(trace_page(), query_params={"run": current.run_id})
+
+
+def _streaming(current: EditorRun) -> None:
+    """The text each running node has streamed so far (its end), as it arrives."""
+    for node, text in list(current.tokens.items()):
+        if current.statuses.get(node) == "running":
+            with st.container(key=f"streaming_{node}"):
+                st.markdown(f"{ident(node)} streaming")
+                st.text(text[-PREVIEW_CHARS:])
 
 
 def _waiting_steps(run_id: str) -> list[StepRecord]:
@@ -180,6 +190,7 @@ def render_playground(editor: Editor) -> None:
         _chat(editor, ports, current)
     else:
         _form(editor, editor.checked)
+    current = st.session_state.get(run_key(editor))  # the run the form may just have started
     if current is None:
         return
     st.divider()

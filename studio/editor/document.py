@@ -70,10 +70,65 @@ def _unique(name: str, taken: Any) -> str:
 _PARSER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="flow-parse")
 
 
-def _parse(text: str) -> tuple[Any, bool]:
-    """ruamel's round-trip document of `text`, and whether dumping it gives `text` back."""
+def _parse(text: str) -> tuple[Any, str]:
+    """ruamel's round-trip document of `text`, and its dump (`text` itself when the text is canonical)."""
     document = round_trip_yaml().load(text)
-    return document, dump(document) == text
+    return document, dump(document)
+
+
+NODES_LINE = "nodes:\n"
+SPLICE_REFUSED = ("#", "&", "*")
+"""A block holding one of these may carry a comment, an anchor or an alias: it is never spliced."""
+
+
+def _node_blocks(lines: list[str]) -> tuple[dict[str, tuple[int, int]], int] | None:
+    """In a canonical dump's lines: each node's block (first line, end) in a block-style `nodes:`
+    section, and where that section ends; None when there is no such section."""
+    try:
+        start = lines.index(NODES_LINE)
+    except ValueError:
+        return None
+    end = next((i for i in range(start + 1, len(lines)) if lines[i][:1] not in (" ", "\n")), len(lines))
+    keys = [i for i in range(start + 1, end) if lines[i].startswith("  ") and lines[i][2:3] not in (" ", "#", "\n")]
+    blocks = {}
+    for first, following in zip(keys, [*keys[1:], end], strict=True):
+        blocks[lines[first][2:].split(":", 1)[0]] = (first, following)
+    return blocks, end
+
+
+def _node_text(node_id: str, node: Any) -> str | None:
+    """One node's block as the whole document's dump writes it (under `nodes:`)."""
+    from ruamel.yaml.comments import CommentedMap
+
+    wrapper, nodes = CommentedMap(), CommentedMap()
+    nodes[node_id] = node
+    wrapper["nodes"] = nodes
+    text = dump(wrapper)
+    return text[len(NODES_LINE) :] if text.startswith(NODES_LINE) else None
+
+
+def splice_node(dumped: str, document: Any, node_id: str) -> str | None:
+    """`dumped` (the canonical dump of `document` before an edit of node `node_id` alone) with that
+    node's block written again, or appended when it is the document's new last node: what dumping
+    the whole edited document gives, at the cost of one node. None when it cannot be done exactly
+    (then the whole document is dumped)."""
+    nodes = document.get("nodes")
+    lines = dumped.splitlines(keepends=True)
+    found = _node_blocks(lines)
+    if found is None or not isinstance(nodes, dict) or node_id not in nodes or not dumped.endswith("\n"):
+        return None
+    blocks, end = found
+    if node_id in blocks:
+        first, following = blocks[node_id]
+    elif list(nodes)[-1] == node_id and len(blocks) == len(nodes) - 1:
+        first = following = end
+    else:
+        return None
+    old = "".join(lines[first:following])
+    new = _node_text(node_id, nodes[node_id])
+    if new is None or any(mark in old or mark in new for mark in SPLICE_REFUSED):
+        return None
+    return "".join(lines[:first]) + new + "".join(lines[following:])
 
 
 def _mapping_or_empty(value: Any) -> Any:
@@ -116,7 +171,9 @@ class EditableFlow:
             raise FlowError("a flow file must be a mapping", file=str(self.path), line=1)
         self._data: Any = data
         self._document: Any = None
-        self._parsing: Future[tuple[Any, bool]] | None = None
+        self._parsing: Future[tuple[Any, str]] | None = None
+        self._dumped: str | None = None
+        """The canonical dump of the round-trip document as it stands (kept from edit to edit)."""
         self.text = text
         self._ports: tuple[str, dict[str, NodePorts]] | None = None
         self.canonical: bool | None = None
@@ -133,9 +190,9 @@ class EditableFlow:
     def document(self) -> Any:
         """The round-trip document that edits change (parsed on first use)."""
         if self._document is None:
-            document, canonical = self._parsing.result() if self._parsing else _parse(self.text)
-            self._document, self._parsing = document, None
-            self.canonical = canonical if self.canonical is None else self.canonical
+            document, dumped = self._parsing.result() if self._parsing else _parse(self.text)
+            self._document, self._parsing, self._dumped = document, None, dumped
+            self.canonical = dumped == self.text if self.canonical is None else self.canonical
         return self._document
 
     # -- reading -----------------------------------------------------------------------------
@@ -186,13 +243,19 @@ class EditableFlow:
 
     # -- editing -----------------------------------------------------------------------------
 
-    def _edit(self, change: Any) -> Any:
-        """Run `change()` on the document and refresh the text (carrying it onto a hand-made layout)."""
+    def _edit(self, change: Any, *, node: str | None = None) -> Any:
+        """Run `change()` on the document and refresh the text (carrying it onto a hand-made layout).
+
+        `node`: the change touched that node alone (its block, or a new last node); then only that
+        block is written again where that gives the same text as dumping the whole document.
+        """
         document = self.document  # parsed, and `canonical` known
         self.ports()  # remember each node's valid handles before the change (cached per text)
-        before = self.text if self.canonical else dump(document)
+        before = self._dumped if self._dumped is not None else dump(document)
         result = change()
-        after = dump(self.document)
+        after = splice_node(before, self.document, node) if node is not None else None
+        after = after if after is not None else dump(self.document)
+        self._dumped = after
         self.text = after if self.canonical else carry_over(self.text, before, after)
         return result
 
@@ -215,13 +278,15 @@ class EditableFlow:
         if node_type in STARTERS:
             spec["config"] = STARTERS[node_type]
 
+        add_models = not self.section("models") and self._uses_model(node_type)
+
         def change() -> None:
-            if not self.section("models") and self._uses_model(node_type):
+            if add_models:
                 _insert_ordered(self.document, "models", yaml_value(DEFAULT_MODELS), TOP_ORDER)
                 self.document["models"]["default"].fa.set_flow_style()
             self._mapping(self.document, "nodes", TOP_ORDER)[node_id] = yaml_value(spec)
 
-        self._edit(change)
+        self._edit(change, node=None if add_models else node_id)
         return node_id
 
     def _uses_model(self, node_type: str) -> bool:
@@ -252,7 +317,8 @@ class EditableFlow:
         self._edit(
             lambda: self._mapping(self.document["nodes"][target], "inputs", NODE_ORDER, flow_style=True).__setitem__(
                 target_port, _ref_text(source, source_port)
-            )
+            ),
+            node=target,
         )
         return None
 
@@ -450,7 +516,7 @@ class EditableFlow:
             if not config:
                 node.pop("config")
 
-        self._edit(change)
+        self._edit(change, node=node_id)
 
     def set_field(self, node_id: str, key: str, value: Any) -> None:
         """Set or (with None or "") remove a node-level field such as `description` or `model`."""
@@ -458,7 +524,8 @@ class EditableFlow:
             return
         node = self.document["nodes"][node_id]
         self._edit(
-            lambda: node.pop(key) if value in (None, "") else _insert_ordered(node, key, yaml_value(value), NODE_ORDER)
+            lambda: node.pop(key) if value in (None, "") else _insert_ordered(node, key, yaml_value(value), NODE_ORDER),
+            node=node_id,
         )
 
 

@@ -73,6 +73,8 @@ class ScriptRule(_Strict):
     """Fail instead of answering."""
     delay_s: float = 0.0
     """Seconds to wait before answering, to imitate latency."""
+    word_delay_s: float = Field(default=0.0, ge=0)
+    """Seconds between the words of a streamed reply, to imitate a model that streams slowly."""
     chance: float | None = Field(default=None, ge=0, le=1)
     """At temperature > 0, the share of samples this rule answers (drawn from the prompt and the
     request's `seed`), else the next rule is tried; at temperature 0 it always answers."""

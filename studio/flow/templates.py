@@ -266,8 +266,10 @@ def _hint(word: str, choices: Collection[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+@lru_cache(maxsize=4096)
 def check_syntax(source: str) -> None:
-    """Raise TemplateSyntaxError when `source` is not a valid template."""
+    """Raise TemplateSyntaxError when `source` is not a valid template (a valid one is remembered:
+    the editor checks a flow's every template after each edit)."""
     _ENV.parse(source)
 
 

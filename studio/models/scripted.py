@@ -56,6 +56,10 @@ class ScriptedModel:
         self._patterns = [re.compile(r.match) if r.match else None for r in rules]
 
     async def complete(self, request: Request) -> Completion:
+        return (await self._answer(request))[0]
+
+    async def _answer(self, request: Request) -> tuple[Completion, ScriptRule]:
+        """The completion of the first rule that answers, and that rule."""
         text = request.text
         for index, rule in enumerate(self.rules):
             pattern = self._patterns[index]
@@ -73,15 +77,17 @@ class ScriptedModel:
                 continue
             _ledger(self.name, text, reply=reply or json.dumps(rule.tool_calls))
             completion = self._completion(text, reply or "")
-            return replace(completion, tool_calls=_calls(rule.tool_calls)) if rule.tool_calls else completion
+            completion = replace(completion, tool_calls=_calls(rule.tool_calls)) if rule.tool_calls else completion
+            return completion, rule
         raise ModelError("server", "scripted model: no rule matched the prompt")
 
     async def stream(self, request: Request, on_text: TokenSink) -> Completion:
-        """The reply `complete` gives, handed to `on_text` word by word (each with its spacing)."""
-        completion = await self.complete(request)
-        for piece in words(completion.text):
+        """The reply `complete` gives, handed to `on_text` word by word (each with its spacing), the
+        rule's `word_delay_s` apart."""
+        completion, rule = await self._answer(request)
+        for number, piece in enumerate(words(completion.text)):
+            await asyncio.sleep(rule.word_delay_s if number else 0)
             on_text(piece)
-            await asyncio.sleep(0)
         return completion
 
     def supports_tools(self) -> bool:

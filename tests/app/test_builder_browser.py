@@ -25,6 +25,8 @@ pytestmark = [
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[dev]')")
 ARTIFACTS = ROOT / "test-artifacts"
 WIDTH, HEIGHT = 1440, 900
+STREAMED = "one two three four five six seven eight"
+"""A scripted reply streamed a word every half second (streaming.yaml)."""
 BROKEN = """flowstudio: 1
 name: broken
 inputs:
@@ -53,6 +55,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     failing = (FIXTURES / "commented.yaml").read_text(encoding="utf-8").replace("name: commented", "name: refusing")
     failing = failing.replace("[{reply: ok}]", "[{error: {kind: auth}}]")
     (flows / "refusing.yaml").write_text(failing, encoding="utf-8")
+    slow = (FIXTURES / "commented.yaml").read_text(encoding="utf-8").replace("name: commented", "name: streaming")
+    slow = slow.replace("[{reply: ok}]", f"[{{word_delay_s: 0.5, reply: {STREAMED!r}}}]")
+    (flows / "streaming.yaml").write_text(slow, encoding="utf-8")
     approve = (FLOWS / "approve-reply.yaml").read_text(encoding="utf-8").replace("name: approve-reply", "name: approve")
     approve = approve.replace(
         "{model: local/smollm2, temperature: 0, max_tokens: 60}", "{model: scripted, script: [{reply: Sure.}]}"
@@ -358,3 +363,24 @@ def test_a_human_input_is_answered_in_the_playground(page: Any, folder: Path) ->
         re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
     )
     sync_api.expect(panel.get_by_test_id("stCode").last).to_contain_text("SENT: Sure.", timeout=WAIT_MS)
+
+
+def test_the_running_llm_node_streams_its_tokens_onto_the_canvas_and_the_playground(page: Any, folder: Path) -> None:
+    open_flow(page, folder / "streaming.yaml")
+    frame = canvas(page)
+    page.get_by_role("button", name="Run").click()
+    page.get_by_label("question (str)").fill("count")
+    page.get_by_role("button", name="Start").click()
+    preview = frame.get_by_test_id("preview-answer")
+    sync_api.expect(preview).to_contain_text("one", timeout=WAIT_MS)
+    partial = preview.inner_text()
+    assert "eight" not in partial, partial  # the first words are on screen before the reply is whole
+    sync_api.expect(frame.get_by_test_id("node-answer")).to_have_class(re.compile(r"\bstatus-running\b"))
+    streaming = page.locator(".st-key-editor_inspector .st-key-streaming_answer")
+    sync_api.expect(streaming).to_contain_text("two", timeout=WAIT_MS)  # the panel follows the stream too
+    shot(page, "streaming")
+    sync_api.expect(preview).to_have_text(STREAMED, timeout=WAIT_MS)
+    sync_api.expect(frame.get_by_test_id("node-answer")).to_have_class(
+        re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
+    )
+    sync_api.expect(streaming).to_have_count(0, timeout=WAIT_MS)  # the outputs take its place

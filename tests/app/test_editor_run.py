@@ -43,3 +43,18 @@ def test_a_flow_that_does_not_start_reports_the_error(tmp_path: Path) -> None:
     assert run.thread is not None
     run.thread.join(timeout=60)
     assert run.status == "error" and run.error is not None and "unknown node type" in run.error
+
+
+def test_the_page_waits_for_the_run_to_change_not_a_fixed_beat() -> None:
+    import threading
+    import time
+
+    run = EditorRun(statuses={"answer": "pending"})
+    start = time.perf_counter()
+    run.wait(0.01, 0.3)  # nothing happens: the longest wait
+    assert time.perf_counter() - start >= 0.29
+    threading.Timer(0.05, lambda: run.hook(event="token", run_id="r1", node="answer", text="Hi")).start()
+    start = time.perf_counter()
+    run.wait(0.01, 5.0)  # a token wakes the page
+    assert time.perf_counter() - start < 2.0 and run.tokens == {"answer": "Hi"}
+    assert not run.changed.is_set()  # consumed: the next wait waits again

@@ -68,6 +68,25 @@ async def test_scripted_replies_stream_word_by_word_and_the_cache_replays_one_ch
     assert hook.text("write") == ["Green tea is  calm.\nBlack tea is bold."]
 
 
+async def test_a_scripted_rule_can_stream_its_words_slowly(flow: Path, tmp_path: Path) -> None:
+    import itertools
+    import time
+
+    slow = flow.read_text().replace("- {reply: ", "- {word_delay_s: 0.1, reply: ")
+    flow.write_text(slow)
+    seen: list[tuple[str, float]] = []
+
+    def hook(event: str, **details: Any) -> None:
+        if event == "token" and details["node"] == "write":
+            seen.append((details["text"], time.perf_counter()))
+
+    result = await run_flow_async(flow, {}, db=tmp_path / "r.db", hooks=[hook], options=RunOptions(stream=True))
+    assert result.status == "succeeded"
+    assert "".join(t for t, _ in seen) == "Green tea is  calm.\nBlack tea is bold."
+    gaps = [b - a for (_, a), (_, b) in itertools.pairwise(seen)]
+    assert len(gaps) == 7 and min(gaps) >= 0.09  # each word 0.1 s after the one before
+
+
 async def test_plain_runs_do_not_stream_but_a_hook_can_ask_for_tokens(flow: Path, tmp_path: Path) -> None:
     plain = Tokens()
     await run_flow_async(flow, {}, db=tmp_path / "a.db", hooks=[plain])
