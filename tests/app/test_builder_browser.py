@@ -314,12 +314,17 @@ def test_home_shows_the_flows_as_cards_and_opens_one_in_the_editor(browser: Any,
         page.close()
 
 
-def test_the_playground_runs_beside_the_canvas_with_outputs_node_io_errors_and_chat(page: Any, folder: Path) -> None:
-    open_flow(page, folder / "commented.yaml")
-    frame = canvas(page)
+def _start(page: Any, path: Path, question: str) -> Any:
+    """Open `path`, run it from the playground with `question`; returns the canvas frame."""
+    open_flow(page, path)
     page.get_by_role("button", name="Run").click()
-    page.get_by_label("question (str)").fill("what is up?")
+    page.get_by_label("question (str)").fill(question)
     page.get_by_role("button", name="Start").click()
+    return canvas(page)
+
+
+def test_the_playground_runs_beside_the_canvas_with_outputs_node_io_errors_and_chat(page: Any, folder: Path) -> None:
+    frame = _start(page, folder / "commented.yaml", "what is up?")
     sync_api.expect(frame.get_by_test_id("node-shout")).to_have_class(
         re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
     )
@@ -366,11 +371,7 @@ def test_a_human_input_is_answered_in_the_playground(page: Any, folder: Path) ->
 
 
 def test_the_running_llm_node_streams_its_tokens_onto_the_canvas_and_the_playground(page: Any, folder: Path) -> None:
-    open_flow(page, folder / "streaming.yaml")
-    frame = canvas(page)
-    page.get_by_role("button", name="Run").click()
-    page.get_by_label("question (str)").fill("count")
-    page.get_by_role("button", name="Start").click()
+    frame = _start(page, folder / "streaming.yaml", "count")
     preview = frame.get_by_test_id("preview-answer")
     sync_api.expect(preview).to_contain_text("one", timeout=WAIT_MS)
     partial = preview.inner_text()
