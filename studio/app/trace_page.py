@@ -16,6 +16,8 @@ from studio.viewer.failure import blame
 from studio.viewer.trace import Trace
 
 RECENT = 100
+TAB = "tab"
+"""The tabs' key, and the URL parameter naming the open one."""
 
 
 def _label(run: RunRecord) -> str:
@@ -70,6 +72,7 @@ def _pick_node(trace: Trace, default: str | None) -> str:
     clicked = _clicked(trace)
     if clicked in nodes:
         st.session_state[key] = clicked
+        st.session_state[TAB] = "Node"  # a click asks for that node's details
     wanted = st.query_params.get("node")
     start = wanted if wanted in nodes else default if default in nodes else nodes[0]
     chosen = st.selectbox("Node", nodes, index=nodes.index(start), key=key, help="or click a node in the graph")
@@ -126,7 +129,7 @@ def _timeline(trace: Trace) -> None:
 def _tabs(store: Store, trace: Trace, node: str, failing: str | None, siblings: list[RunRecord]) -> None:
     """The node's details and three other views, one at a time: only the open tab is drawn (on a
     500-step run the hidden tables and charts were a third of the page), and `?tab=` names it."""
-    details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"], key="tab", bind="query-params")
+    details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"], key=TAB, bind="query-params")
     if details.open:
         with details:
             trace_parts.step_panel(trace, _pick_step(trace, node, failing))

@@ -31,9 +31,11 @@ def _trace_page() -> None:
     render()
 
 
-def _open(run_id: str) -> AppTest:
+def _open(run_id: str, **query: str) -> AppTest:
     app = AppTest.from_function(_trace_page, default_timeout=TIMEOUT)
     app.query_params["run"] = run_id
+    for name, value in query.items():
+        app.query_params[name] = value
     app.run()
     assert not app.exception, app.exception
     return app
@@ -104,11 +106,13 @@ def test_the_producer_of_a_rejected_input_is_ringed_as_the_likely_cause(
 
 def test_a_click_on_a_node_shows_its_details_once(app_env: dict[str, str]) -> None:
     run_id = app_env["failing_a"]
-    app = _open(run_id)
+    app = _open(run_id, tab="Cost")
+    assert not any(m.value == "**`answer`**" for m in app.markdown)  # the Node tab is closed
     key = f"trace_canvas_{run_id}"
     app.session_state[key] = {"session": "mount1", "events": [{"kind": "select", "node": "draft", "seq": 1}]}
     app.run()
     assert not app.exception, app.exception
+    assert app.session_state["tab"] == "Node"  # a click opens the clicked node's details
     assert app.selectbox(key=f"node_{run_id}").value == "draft"
     assert app.query_params["node"] == "draft"
     assert any(m.value == "**`draft`**" for m in app.markdown)
