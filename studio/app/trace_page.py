@@ -65,20 +65,36 @@ def _clicked(trace: Trace) -> str | None:
     return trace_canvas.clicked(st.session_state.get(key), acked)
 
 
-def _pick_node(trace: Trace, default: str | None) -> str:
-    """The node whose details show: a click on the canvas, else the "Node" box, the URL's `?node=`, the failing node."""
+def _timeline_key(trace: Trace) -> str:
+    return f"timeline_{trace.run.run_id}"
+
+
+def _timeline_picked(trace: Trace) -> str | None:
+    """The step a click on the time line picked since the last rerun, if any."""
+    key = _timeline_key(trace)
+    step = trace_parts.timeline_step(st.session_state.get(key))
+    fresh = step if step != st.session_state.get(f"{key}_handled") else None
+    st.session_state[f"{key}_handled"] = step
+    return fresh
+
+
+def _pick_node(trace: Trace, default: str | None) -> tuple[str, str | None]:
+    """The node whose details show: a click on the canvas or the time line, else the "Node" box,
+    the URL's `?node=`, the failing node. Second: the step a time-line click picked, if any."""
     nodes = trace.node_ids()
     key = f"node_{trace.run.run_id}"
-    clicked = _clicked(trace)
+    step = _timeline_picked(trace)
+    clicked = _clicked(trace) or (top_node(step) if step else None)
     if clicked in nodes:
         st.session_state[key] = clicked
         st.session_state[TAB] = "Node"  # a click asks for that node's details
+        st.session_state.pop(f"step_{clicked}", None)  # the Step box starts again from the pick
     wanted = st.query_params.get("node")
     start = wanted if wanted in nodes else default if default in nodes else nodes[0]
     chosen = st.selectbox("Node", nodes, index=nodes.index(start), key=key, help="or click a node in the graph")
     if chosen != wanted:
         st.query_params["node"] = chosen
-    return str(chosen)
+    return str(chosen), step
 
 
 def _pick_step(trace: Trace, node: str, default: str | None) -> str | None:
@@ -123,16 +139,16 @@ def _timeline(trace: Trace) -> None:
         f"Time line ({count} steps)", key=f"timeline_on_{trace.run.run_id}", help="which steps ran at the same time"
     ):
         return
-    trace_parts.timeline_chart(trace)
+    trace_parts.timeline_chart(trace, _timeline_key(trace))
 
 
-def _tabs(store: Store, trace: Trace, node: str, failing: str | None, siblings: list[RunRecord]) -> None:
+def _tabs(store: Store, trace: Trace, node: str, step: str | None, siblings: list[RunRecord]) -> None:
     """The node's details and three other views, one at a time: only the open tab is drawn (on a
     500-step run the hidden tables and charts were a third of the page), and `?tab=` names it."""
     details, tables, costs, compare = st.tabs(["Node", "All nodes", "Cost", "Compare"], key=TAB, bind="query-params")
     if details.open:
         with details:
-            trace_parts.step_panel(trace, _pick_step(trace, node, failing))
+            trace_parts.step_panel(trace, _pick_step(trace, node, step))
     if tables.open:
         with tables:
             trace_parts.tables(trace)
@@ -174,8 +190,8 @@ def render() -> None:
             cause = None  # the upstream nodes were fine: nothing to mark as the cause
         cause = cause or (blamed or {}).get("culprit")
         graph = st.container()
-        node = _pick_node(trace, top_node(failing) if failing else None)
+        node, picked = _pick_node(trace, top_node(failing) if failing else None)
         with graph:
             _graph(store, trace, node, failing, cause)
             _timeline(trace)
-        _tabs(store, trace, node, failing, siblings)
+        _tabs(store, trace, node, picked or failing, siblings)

@@ -35,6 +35,8 @@ time line) unless the user turns the canvas (the time line) on: the 500-step tra
 under 2 s (docs/benchmarks.md, Trace viewer)."""
 LANE_PX = 22
 TIMELINE_MOST_PX = 460
+PICKED = "picked"
+"""The time line's click selection (a step), as Vega-Lite names it."""
 
 
 def failure_box(failure: Failure, trace: Trace | None = None) -> None:
@@ -114,8 +116,9 @@ def canvas(graph: dict[str, Any], key: str) -> None:
     flow_canvas(graph, key=key, height=CANVAS_PX, readonly=True)
 
 
-def timeline_chart(trace: Trace) -> None:
-    """A Gantt chart of the run's steps: steps that ran at the same time are side by side."""
+def timeline_chart(trace: Trace, key: str) -> None:
+    """A Gantt chart of the run's steps: steps that ran at the same time are side by side. A click
+    on a bar picks its step (the selection comes back under `key`: see `timeline_pick`)."""
     found = timeline(trace)
     if not found:
         st.caption("Time line: no step ran.")
@@ -134,7 +137,8 @@ def timeline_chart(trace: Trace) -> None:
     ]
     spec = {
         "height": {"step": LANE_PX} if lanes * LANE_PX <= TIMELINE_MOST_PX else TIMELINE_MOST_PX,
-        "mark": {"type": "bar", "cornerRadius": 2, "tooltip": True},
+        "params": [{"name": PICKED, "select": {"type": "point", "fields": ["step"]}}],
+        "mark": {"type": "bar", "cornerRadius": 2, "tooltip": True, "cursor": "pointer"},
         "encoding": {
             "y": {"field": "row", "type": "nominal", "sort": None, "title": None, "axis": {"labelLimit": 200}},
             "x": {"field": "start_s", "type": "quantitative", "title": "seconds from the run's start"},
@@ -148,13 +152,20 @@ def timeline_chart(trace: Trace) -> None:
             "tooltip": tooltip,
         },
     }
-    st.vega_lite_chart(rows, spec, width="stretch")
+    st.vega_lite_chart(rows, spec, width="stretch", on_select="rerun", selection_mode=PICKED, key=key)
     most = most_parallel(found)
     st.caption(
         f"Time line: {len(found)} steps; at most {most} ran at the same time"
         + ("" if rows[0]["row"] == rows[0]["step"] else f" (packed into {lanes} lanes)")
         + "."
     )
+
+
+def timeline_step(value: Any) -> str | None:
+    """The step picked by the last click on the time line (None when none is picked)."""
+    picked = ((value or {}).get("selection") or {}).get(PICKED) or []
+    step = picked[0].get("step") if picked and isinstance(picked[0], dict) else None
+    return str(step) if step else None
 
 
 def legend_and_problem(trace: Trace) -> None:

@@ -124,6 +124,20 @@ def test_a_click_on_a_node_shows_its_details_once(app_env: dict[str, str]) -> No
     assert _canvas_args(app, run_id)["graph"]["selected"] == "answer"
 
 
+def test_a_click_on_a_time_line_bar_shows_that_step_once(app_env: dict[str, str]) -> None:
+    run_id = app_env["nested"]
+    app = _open(run_id, tab="Cost")
+    app.session_state[f"timeline_{run_id}"] = {"selection": {"picked": [{"step": "refine[1].critique"}]}}
+    app.run()
+    assert not app.exception, app.exception
+    assert app.session_state["tab"] == "Node"
+    box = app.selectbox(key=f"node_{run_id}")
+    assert box.value == "refine" and app.selectbox(key="step_refine").value == "refine[1].critique"
+    other = next(n for n in box.options if n != "refine")
+    box.select(other).run()  # the pick was handled: the box still works
+    assert app.selectbox(key=f"node_{run_id}").value == other
+
+
 def test_a_run_without_its_flow_text_keeps_the_picture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "runs.db"
     store = SQLiteStore(db)
@@ -229,9 +243,18 @@ def test_clicking_a_node_in_the_browser_shows_its_details(
         assert page.evaluate("new URL(location.href).searchParams.get('node')") == "draft"
         (ROOT / "test-artifacts").mkdir(exist_ok=True)
         page.screenshot(path=str(ROOT / "test-artifacts" / "trace-canvas-click.png"))
+        _click_bar(page, "note")  # a bar of the time line picks its node too
+        expect(page.get_by_role("combobox", name="Node")).to_have_value("note", timeout=WAIT_MS)
         assert not errors, errors
     finally:
         page.close()
+
+
+def _click_bar(page: Any, node: str) -> None:
+    """Click the time line's bar of `node` (Vega draws each bar as an SVG path labelled with its tooltip)."""
+    bar = page.locator(".vega-embed .mark-rect path", has=None).and_(page.locator(f'[aria-label*="node: {node};"]'))
+    bar.scroll_into_view_if_needed()
+    bar.click()
 
 
 def _has(name: str) -> Any:
