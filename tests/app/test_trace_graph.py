@@ -252,7 +252,7 @@ def test_clicking_a_node_in_the_browser_shows_its_details(
 
 def _click_bar(page: Any, node: str) -> None:
     """Click the time line's bar of `node` (Vega draws each bar as an SVG path labelled with its tooltip)."""
-    bar = page.locator(".vega-embed .mark-rect path", has=None).and_(page.locator(f'[aria-label*="node: {node};"]'))
+    bar = page.locator(f'.vega-embed .mark-rect path[aria-label*="node: {node};"]')
     bar.scroll_into_view_if_needed()
     bar.click()
 
