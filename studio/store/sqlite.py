@@ -6,7 +6,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, is_dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -92,12 +92,55 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    row: dict[str, Any] = secrets.mask(asdict(record))
-    for key in _JSON_COLUMNS & row.keys():
-        row[key] = json.dumps(row[key]) if row[key] is not None else None
-    for key in _BOOL_COLUMNS & row.keys():
-        row[key] = int(row[key])
-    return row
+    return dict(zip(_COLUMNS[type(record)], _values(record), strict=True))
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass nested in a record's JSON, as `asdict` would have made it; nothing else is JSON."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_json = json.JSONEncoder(default=_plain).encode
+"""`json.dumps` (same text), without building an encoder per call."""
+_COLUMNS = {cls: tuple(f.name for f in fields(cls)) for cls in (RunRecord, StepRecord, CallRecord)}
+"""Each record's columns, in field order."""
+_CONVERT = {
+    cls: tuple((i, name in _JSON_COLUMNS) for i, name in enumerate(names) if name in _JSON_COLUMNS | _BOOL_COLUMNS)
+    for cls, names in _COLUMNS.items()
+}
+"""Per record class: (index, is JSON) of each column stored as JSON text or as 0/1."""
+
+
+def _values(record: RunRecord | StepRecord | CallRecord) -> list[Any]:
+    """The record's column values, masked, JSON as text and booleans as 0/1: one row, made once.
+
+    Reads the fields directly (no `asdict`, which deep-copies every nested value) and masks
+    them as one list, which `secrets.mask` returns as it is when no secret is known.
+    """
+    values: list[Any] = secrets.mask([getattr(record, name) for name in _COLUMNS[type(record)]])
+    for index, is_json in _CONVERT[type(record)]:
+        value = values[index]
+        if is_json:
+            values[index] = None if value is None else _json(value)
+        else:
+            values[index] = int(value)
+    return values
+
+
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+
+
+_INSERT_RUN = _insert_sql("runs", (*_COLUMNS[RunRecord], "flow_text"))
+_INSERT_STEP = _insert_sql("steps", ("run_id", *_COLUMNS[StepRecord]))
+_INSERT_CALL = _insert_sql("llm_calls", ("run_id", "step_id", *_COLUMNS[CallRecord]))
+_ADD_STEP = "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?"
+_END_RUN = (
+    "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ? "
+    f"RETURNING {', '.join(_COLUMNS[RunRecord])}"
+)
 
 
 def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
@@ -119,39 +162,49 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
-def _write_run(conn: sqlite3.Connection, run: RunRecord, flow_text: str | None) -> None:
-    _insert(conn, "runs", {**_to_row(run), "flow_text": flow_text})
+# The writes below are made by the caller, which serialises the rows at once (a snapshot of the
+# records, taken on the caller's thread); the writer thread only binds and executes them.
 
 
-def _write_step(conn: sqlite3.Connection, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-    step_id = _insert(conn, "steps", {"run_id": run_id, **_to_row(step)})
-    for call in calls:
-        _insert(conn, "llm_calls", {"run_id": run_id, "step_id": step_id, **_to_row(call)})
-    conn.execute(
-        "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?",
-        (step.tokens, step.cost_usd, run_id),
-    )
+def _write_run(run: RunRecord, flow_text: str | None) -> Write:
+    return partial(_execute, sql=_INSERT_RUN, row=(*_values(run), flow_text))
 
 
-def _write_end(
-    conn: sqlite3.Connection, run_id: str, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+def _execute(conn: sqlite3.Connection, sql: str, row: tuple[Any, ...]) -> None:
+    conn.execute(sql, row)
+
+
+def _write_step(run_id: str, step: StepRecord, calls: list[CallRecord]) -> Write:
+    step_row = (run_id, *_values(step))
+    call_rows = [_values(call) for call in calls]
+    return partial(_step, step_row=step_row, call_rows=call_rows, totals=(step.tokens, step.cost_usd, run_id))
+
+
+def _step(
+    conn: sqlite3.Connection, step_row: tuple[Any, ...], call_rows: list[list[Any]], totals: tuple[Any, ...]
 ) -> None:
-    conn.execute(
-        "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
-        (
-            status,
-            json.dumps(secrets.mask(outputs)) if outputs is not None else None,
-            secrets.mask(error),
-            now(),
-            run_id,
-        ),
-    )
+    step_id = conn.execute(_INSERT_STEP, step_row).lastrowid
+    if call_rows:
+        run_id = step_row[0]
+        conn.executemany(_INSERT_CALL, [(run_id, step_id, *row) for row in call_rows])
+    conn.execute(_ADD_STEP, totals)
 
 
-def _write_cache(conn: sqlite3.Connection, key: str, model: str, response: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-        (key, model, json.dumps(secrets.mask(response)), now()),
+def _write_end(run_id: str, status: RunStatus, outputs: dict[str, Any] | None, error: str | None) -> Write:
+    text = _json(secrets.mask(outputs)) if outputs is not None else None
+    return partial(_end, row=(status, text, secrets.mask(error), now(), run_id))
+
+
+def _end(conn: sqlite3.Connection, row: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Make the run final and read its row back in the same statement (no read after the commit)."""
+    found = conn.execute(_END_RUN, row).fetchall()
+    return tuple(found[0]) if found else None
+
+
+def _write_cache(key: str, model: str, response: dict[str, Any]) -> Write:
+    row = (key, model, _json(secrets.mask(response)), now())
+    return partial(
+        _execute, sql="INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)", row=row
     )
 
 
@@ -189,51 +242,43 @@ class SQLiteStore:
             raise
         self.conn.execute("COMMIT")
 
-    def _write(self, write: Write) -> None:
+    def _write(self, write: Write) -> Any:
         with self.transaction() as conn:
-            write(conn)
+            return write(conn)
 
-    async def _commit(self, write: Write) -> None:
+    async def _commit(self, write: Write) -> Any:
         if self.writer is None:
-            self._write(write)
-        else:
-            await self.writer.write(write)
+            return self._write(write)
+        return await self.writer.write(write)
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        self._write(partial(_write_run, run=run, flow_text=flow_text))
+        self._write(_write_run(run, flow_text))
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        self._write(partial(_write_step, run_id=run_id, step=step, calls=calls))
+        self._write(_write_step(run_id, step, calls))
 
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        self._write(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
-        return self._run(run_id)
+        return _ended(run_id, self._write(_write_end(run_id, status, outputs, error)))
 
     async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        await self._commit(partial(_write_run, run=run, flow_text=flow_text))
+        await self._commit(_write_run(run, flow_text))
 
     async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        await self._commit(partial(_write_step, run_id=run_id, step=step, calls=calls))
+        await self._commit(_write_step(run_id, step, calls))
 
     async def commit_end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        await self._commit(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
-        return self._run(run_id)
+        return _ended(run_id, await self._commit(_write_end(run_id, status, outputs, error)))
 
     def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        write = partial(_write_cache, key=key, model=model, response=response)
+        write = _write_cache(key, model, response)
         if self.writer is None:
             self._write(write)
         else:
             self.writer.post(write)
-
-    def _run(self, run_id: str) -> RunRecord:
-        run = self.get_run(run_id)
-        assert run is not None
-        return run
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction():
@@ -244,7 +289,7 @@ class SQLiteStore:
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        self._write(partial(_write_cache, key=key, model=model, response=response))
+        self._write(_write_cache(key, model, response))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
@@ -335,6 +380,12 @@ class SQLiteStore:
         if self.writer is not None:
             self.writer.close()
         self.conn.close()
+
+
+def _ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
+    """The record of a run `_end` made final, from the row it read back."""
+    assert row is not None, f"no run {run_id}"
+    return _from_row(RunRecord, dict(zip(_COLUMNS[RunRecord], row, strict=True)))
 
 
 def _experiment(row: dict[str, Any]) -> ExperimentRecord:
