@@ -8,10 +8,12 @@ connection (WAL: readers never wait for it) with the same pragmas as every write
 `synchronous=FULL` included. A write that fails alone is retried alone, so one bad row never
 takes its neighbours down with it.
 
-The writer does as little as it can while holding the GIL, since the event loop needs it too:
-callers hand it rows already serialised, and once a transaction is committed it wakes each
-waiting event loop once (one `call_soon_threadsafe` for all of that loop's writes), not once
-per write.
+The writer does as little as it can while holding the GIL, since the event loop needs it too
+(each time the writer takes the GIL back from a busy loop it may wait a whole switch interval):
+callers hand it rows already serialised, an `apply` function may write many of them with one
+statement (the SQLite store's does: see `studio.store.rows`), and once a transaction is committed
+it wakes each waiting event loop once (one `call_soon_threadsafe` for all of that loop's
+writes), not once per write.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 Write = Callable[[sqlite3.Connection], Any]
 """A write run inside the writer's transaction, on the writer's connection; what it returns is
 what `GroupWriter.write` returns once the transaction is committed."""
+Apply = Callable[[sqlite3.Connection, Sequence[Write]], list[Any]]
+"""Runs writes in order inside one transaction and returns what each returned (it may merge them)."""
 MAX_BATCH = 512
 """Most writes committed in one transaction."""
 
@@ -39,6 +43,11 @@ class _Item:
         self.write, self.loop, self.future = write, loop, future
         self.result: Any = None
         self.error: BaseException | None = None
+
+
+def apply_each(conn: sqlite3.Connection, writes: Sequence[Write]) -> list[Any]:
+    """The plain `Apply`: each write in turn."""
+    return [write(conn) for write in writes]
 
 
 def _wake(batch: list[_Item]) -> None:
@@ -66,8 +75,8 @@ def _settle(items: list[_Item]) -> None:
 class GroupWriter:
     """The writer thread of one database file; started on the first write, stopped by `close`."""
 
-    def __init__(self, path: Path, connect: Callable[[Path], sqlite3.Connection]) -> None:
-        self.path, self._connect = path, connect
+    def __init__(self, path: Path, connect: Callable[[Path], sqlite3.Connection], apply: Apply = apply_each) -> None:
+        self.path, self._connect, self._apply = path, connect, apply
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -130,11 +139,11 @@ class GroupWriter:
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Item]) -> None:
         try:
-            _transaction(conn, batch)
+            _transaction(conn, batch, self._apply)
         except Exception:
             for item in batch:  # find the bad write: each alone, in its own transaction
                 try:
-                    _transaction(conn, [item])
+                    _transaction(conn, [item], self._apply)
                 except Exception as err:
                     item.result, item.error = None, err
         else:
@@ -143,11 +152,12 @@ class GroupWriter:
         _wake(batch)
 
 
-def _transaction(conn: sqlite3.Connection, items: list[_Item]) -> None:
+def _transaction(conn: sqlite3.Connection, items: list[_Item], apply: Apply) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for item in items:
-            item.result = item.write(conn)
+        results = apply(conn, [item.write for item in items])
+        for item, result in zip(items, results, strict=True):
+            item.result = result
     except BaseException:
         conn.execute("ROLLBACK")
         raise

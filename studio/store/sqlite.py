@@ -6,14 +6,13 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, fields
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 import sqlite_utils
 
-from studio import secrets
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
@@ -22,14 +21,25 @@ from studio.store.base import (
     RunRecord,
     RunStatus,
     StepRecord,
-    now,
 )
 from studio.store.group import GroupWriter, Write
+from studio.store.rows import (
+    BOOL_COLUMNS,
+    CACHED_STATEMENTS,
+    COLUMNS,
+    JSON_COLUMNS,
+    EndRun,
+    InsertRun,
+    InsertStep,
+    PutCache,
+    apply_rows,
+    values,
+)
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
-_JSON_COLUMNS = {"inputs", "outputs", "request", "options"}
-_BOOL_COLUMNS = {"cached", "reused", "cache_hit"}
+_JSON_COLUMNS = JSON_COLUMNS
+_BOOL_COLUMNS = BOOL_COLUMNS
 Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
 
@@ -80,10 +90,16 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
 MIGRATIONS = [_migrate_v1, _migrate_v2]
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
+def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:
     """A connection in autocommit mode with the pragmas every writer needs."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn = sqlite3.connect(
+        str(path),
+        isolation_level=None,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        check_same_thread=False,
+        cached_statements=cached_statements,
+    )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
@@ -92,55 +108,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    return dict(zip(_COLUMNS[type(record)], _values(record), strict=True))
-
-
-def _plain(value: Any) -> Any:
-    """A dataclass nested in a record's JSON, as `asdict` would have made it; nothing else is JSON."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-_json = json.JSONEncoder(default=_plain).encode
-"""`json.dumps` (same text), without building an encoder per call."""
-_COLUMNS = {cls: tuple(f.name for f in fields(cls)) for cls in (RunRecord, StepRecord, CallRecord)}
-"""Each record's columns, in field order."""
-_CONVERT = {
-    cls: tuple((i, name in _JSON_COLUMNS) for i, name in enumerate(names) if name in _JSON_COLUMNS | _BOOL_COLUMNS)
-    for cls, names in _COLUMNS.items()
-}
-"""Per record class: (index, is JSON) of each column stored as JSON text or as 0/1."""
-
-
-def _values(record: RunRecord | StepRecord | CallRecord) -> list[Any]:
-    """The record's column values, masked, JSON as text and booleans as 0/1: one row, made once.
-
-    Reads the fields directly (no `asdict`, which deep-copies every nested value) and masks
-    them as one list, which `secrets.mask` returns as it is when no secret is known.
-    """
-    values: list[Any] = secrets.mask([getattr(record, name) for name in _COLUMNS[type(record)]])
-    for index, is_json in _CONVERT[type(record)]:
-        value = values[index]
-        if is_json:
-            values[index] = None if value is None else _json(value)
-        else:
-            values[index] = int(value)
-    return values
-
-
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
-    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
-
-
-_INSERT_RUN = _insert_sql("runs", (*_COLUMNS[RunRecord], "flow_text"))
-_INSERT_STEP = _insert_sql("steps", ("run_id", *_COLUMNS[StepRecord]))
-_INSERT_CALL = _insert_sql("llm_calls", ("run_id", "step_id", *_COLUMNS[CallRecord]))
-_ADD_STEP = "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?"
-_END_RUN = (
-    "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ? "
-    f"RETURNING {', '.join(_COLUMNS[RunRecord])}"
-)
+    return dict(zip(COLUMNS[type(record)], values(record), strict=True))
 
 
 def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
@@ -162,52 +130,6 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
-# The writes below are made by the caller, which serialises the rows at once (a snapshot of the
-# records, taken on the caller's thread); the writer thread only binds and executes them.
-
-
-def _write_run(run: RunRecord, flow_text: str | None) -> Write:
-    return partial(_execute, sql=_INSERT_RUN, row=(*_values(run), flow_text))
-
-
-def _execute(conn: sqlite3.Connection, sql: str, row: tuple[Any, ...]) -> None:
-    conn.execute(sql, row)
-
-
-def _write_step(run_id: str, step: StepRecord, calls: list[CallRecord]) -> Write:
-    step_row = (run_id, *_values(step))
-    call_rows = [_values(call) for call in calls]
-    return partial(_step, step_row=step_row, call_rows=call_rows, totals=(step.tokens, step.cost_usd, run_id))
-
-
-def _step(
-    conn: sqlite3.Connection, step_row: tuple[Any, ...], call_rows: list[list[Any]], totals: tuple[Any, ...]
-) -> None:
-    step_id = conn.execute(_INSERT_STEP, step_row).lastrowid
-    if call_rows:
-        run_id = step_row[0]
-        conn.executemany(_INSERT_CALL, [(run_id, step_id, *row) for row in call_rows])
-    conn.execute(_ADD_STEP, totals)
-
-
-def _write_end(run_id: str, status: RunStatus, outputs: dict[str, Any] | None, error: str | None) -> Write:
-    text = _json(secrets.mask(outputs)) if outputs is not None else None
-    return partial(_end, row=(status, text, secrets.mask(error), now(), run_id))
-
-
-def _end(conn: sqlite3.Connection, row: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    """Make the run final and read its row back in the same statement (no read after the commit)."""
-    found = conn.execute(_END_RUN, row).fetchall()
-    return tuple(found[0]) if found else None
-
-
-def _write_cache(key: str, model: str, response: dict[str, Any]) -> Write:
-    row = (key, model, _json(secrets.mask(response)), now())
-    return partial(
-        _execute, sql="INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)", row=row
-    )
-
-
 class SQLiteStore:
     """The default store: one file, many processes, crash-safe.
 
@@ -221,7 +143,8 @@ class SQLiteStore:
         self.conn = connect(self.path)
         self.db = sqlite_utils.Database(self.conn)
         self._migrate()
-        self.writer = GroupWriter(self.path, connect) if group_commit else None
+        writer_connect = partial(connect, cached_statements=CACHED_STATEMENTS)
+        self.writer = GroupWriter(self.path, writer_connect, apply_rows) if group_commit else None
         """The group-commit writer; None when every write is its own transaction."""
 
     def _migrate(self) -> None:
@@ -252,29 +175,29 @@ class SQLiteStore:
         return await self.writer.write(write)
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        self._write(_write_run(run, flow_text))
+        self._write(InsertRun.of(run, flow_text))
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        self._write(_write_step(run_id, step, calls))
+        self._write(InsertStep.of(run_id, step, calls))
 
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        return _ended(run_id, self._write(_write_end(run_id, status, outputs, error)))
+        return _ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
 
     async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        await self._commit(_write_run(run, flow_text))
+        await self._commit(InsertRun.of(run, flow_text))
 
     async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        await self._commit(_write_step(run_id, step, calls))
+        await self._commit(InsertStep.of(run_id, step, calls))
 
     async def commit_end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        return _ended(run_id, await self._commit(_write_end(run_id, status, outputs, error)))
+        return _ended(run_id, await self._commit(EndRun.of(run_id, status, outputs, error)))
 
     def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        write = _write_cache(key, model, response)
+        write = PutCache.of(key, model, response)
         if self.writer is None:
             self._write(write)
         else:
@@ -289,7 +212,7 @@ class SQLiteStore:
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        self._write(_write_cache(key, model, response))
+        self._write(PutCache.of(key, model, response))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
@@ -385,7 +308,7 @@ class SQLiteStore:
 def _ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
     """The record of a run `_end` made final, from the row it read back."""
     assert row is not None, f"no run {run_id}"
-    return _from_row(RunRecord, dict(zip(_COLUMNS[RunRecord], row, strict=True)))
+    return _from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
 
 
 def _experiment(row: dict[str, Any]) -> ExperimentRecord:
