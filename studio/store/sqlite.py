@@ -1,4 +1,4 @@
-"""The SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, one transaction per step."""
+"""The SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, one transaction per step (or per group-commit batch)."""
 
 from __future__ import annotations
 
@@ -33,13 +33,11 @@ from studio.store.rows import (
     InsertStep,
     PutCache,
     apply_rows,
-    values,
 )
+from studio.store.rows import values as row_values
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
-_JSON_COLUMNS = JSON_COLUMNS
-_BOOL_COLUMNS = BOOL_COLUMNS
 Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
 
@@ -108,15 +106,15 @@ def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connec
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    return dict(zip(COLUMNS[type(record)], values(record), strict=True))
+    return dict(zip(COLUMNS[type(record)], row_values(record), strict=True))
 
 
 def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
     names = {f.name for f in fields(cls)}
     values = {k: v for k, v in row.items() if k in names}
-    for key in _JSON_COLUMNS & values.keys():
+    for key in JSON_COLUMNS & values.keys():
         values[key] = json.loads(values[key]) if values[key] is not None else None
-    for key in _BOOL_COLUMNS & values.keys():
+    for key in BOOL_COLUMNS & values.keys():
         values[key] = bool(values[key])
     if cls is RunRecord and values.get("options") is None:
         values["options"] = {}
