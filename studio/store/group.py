@@ -7,49 +7,76 @@ being synced to disk, the next steps queue up and go to disk together. The write
 connection (WAL: readers never wait for it) with the same pragmas as every writer,
 `synchronous=FULL` included. A write that fails alone is retried alone, so one bad row never
 takes its neighbours down with it.
+
+The writer does as little as it can while holding the GIL, since the event loop needs it too
+(each time the writer takes the GIL back from a busy loop it may wait a whole switch interval):
+callers hand it rows already serialised, an `apply` function may write many of them with one
+statement (the SQLite store's does: see `studio.store.rows`), and once a transaction is committed
+it wakes each waiting event loop once (one `call_soon_threadsafe` for all of that loop's
+writes), not once per write.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-Write = Callable[[sqlite3.Connection], None]
-"""A write run inside the writer's transaction, on the writer's connection."""
+Write = Callable[[sqlite3.Connection], Any]
+"""A write run inside the writer's transaction, on the writer's connection; what it returns is
+what `GroupWriter.write` returns once the transaction is committed."""
+Apply = Callable[[sqlite3.Connection, Sequence[Write]], list[Any]]
+"""Runs writes in order inside one transaction and returns what each returned (it may merge them)."""
 MAX_BATCH = 512
 """Most writes committed in one transaction."""
 
 
 class _Item:
-    __slots__ = ("future", "loop", "write")
+    __slots__ = ("error", "future", "loop", "result", "write")
 
-    def __init__(self, write: Write, loop: asyncio.AbstractEventLoop | None, future: asyncio.Future[None] | None):
+    def __init__(self, write: Write, loop: asyncio.AbstractEventLoop | None, future: asyncio.Future[Any] | None):
         self.write, self.loop, self.future = write, loop, future
-
-    def settle(self, error: BaseException | None) -> None:
-        if self.future is None or self.loop is None or self.loop.is_closed():
-            return
-        self.loop.call_soon_threadsafe(_settle, self.future, error)
+        self.result: Any = None
+        self.error: BaseException | None = None
 
 
-def _settle(future: asyncio.Future[None], error: BaseException | None) -> None:
-    if future.done():
-        return
-    if error is None:
-        future.set_result(None)
-    else:
-        future.set_exception(error)
+def apply_each(conn: sqlite3.Connection, writes: Sequence[Write]) -> list[Any]:
+    """The plain `Apply`: each write in turn."""
+    return [write(conn) for write in writes]
+
+
+def _wake(batch: list[_Item]) -> None:
+    """Hand each waiting loop its settled writes: one thread-safe call per loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[_Item]] = {}
+    for item in batch:
+        if item.loop is not None:
+            by_loop.setdefault(item.loop, []).append(item)
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: nobody waits on it any more
+            loop.call_soon_threadsafe(_settle, items)
+
+
+def _settle(items: list[_Item]) -> None:
+    for item in items:
+        future = item.future
+        if future is None or future.done():
+            continue
+        if item.error is None:
+            future.set_result(item.result)
+        else:
+            future.set_exception(item.error)
 
 
 class GroupWriter:
     """The writer thread of one database file; started on the first write, stopped by `close`."""
 
-    def __init__(self, path: Path, connect: Callable[[Path], sqlite3.Connection]) -> None:
-        self.path, self._connect = path, connect
+    def __init__(self, path: Path, connect: Callable[[Path], sqlite3.Connection], apply: Apply = apply_each) -> None:
+        self.path, self._connect, self._apply = path, connect, apply
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -58,12 +85,12 @@ class GroupWriter:
         self.writes = 0
         """Writes committed so far."""
 
-    async def write(self, write: Write) -> None:
-        """Queue a write and wait until it is committed; raises what the write raised."""
+    async def write(self, write: Write) -> Any:
+        """Queue a write and wait until it is committed; returns what the write returned, raises what it raised."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[Any] = loop.create_future()
         self._put(_Item(write, loop, future))
-        await future
+        return await future
 
     def post(self, write: Write) -> None:
         """Queue a write without waiting for it (it is committed before anything queued later)."""
@@ -112,27 +139,25 @@ class GroupWriter:
 
     def _commit(self, conn: sqlite3.Connection, batch: list[_Item]) -> None:
         try:
-            _transaction(conn, [item.write for item in batch])
+            _transaction(conn, batch, self._apply)
         except Exception:
             for item in batch:  # find the bad write: each alone, in its own transaction
                 try:
-                    _transaction(conn, [item.write])
+                    _transaction(conn, [item], self._apply)
                 except Exception as err:
-                    item.settle(err)
-                else:
-                    item.settle(None)
-            return
-        self.transactions += 1
-        self.writes += len(batch)
-        for item in batch:
-            item.settle(None)
+                    item.result, item.error = None, err
+        else:
+            self.transactions += 1
+            self.writes += len(batch)
+        _wake(batch)
 
 
-def _transaction(conn: sqlite3.Connection, writes: list[Write]) -> None:
+def _transaction(conn: sqlite3.Connection, items: list[_Item], apply: Apply) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for write in writes:
-            write(conn)
+        results = apply(conn, [item.write for item in items])
+        for item, result in zip(items, results, strict=True):
+            item.result = result
     except BaseException:
         conn.execute("ROLLBACK")
         raise

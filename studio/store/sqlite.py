@@ -1,4 +1,4 @@
-"""The SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, one transaction per step."""
+"""The SQLite store: WAL, synchronous=FULL, BEGIN IMMEDIATE, one transaction per step (or per group-commit batch)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
-from studio import secrets
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
@@ -22,14 +21,23 @@ from studio.store.base import (
     RunRecord,
     RunStatus,
     StepRecord,
-    now,
 )
 from studio.store.group import GroupWriter, Write
+from studio.store.rows import (
+    BOOL_COLUMNS,
+    CACHED_STATEMENTS,
+    COLUMNS,
+    JSON_COLUMNS,
+    EndRun,
+    InsertRun,
+    InsertStep,
+    PutCache,
+    apply_rows,
+)
+from studio.store.rows import values as row_values
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_MS = 30_000
-_JSON_COLUMNS = {"inputs", "outputs", "request", "options"}
-_BOOL_COLUMNS = {"cached", "reused", "cache_hit"}
 Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
 
@@ -80,10 +88,16 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
 MIGRATIONS = [_migrate_v1, _migrate_v2]
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
+def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:
     """A connection in autocommit mode with the pragmas every writer needs."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+    conn = sqlite3.connect(
+        str(path),
+        isolation_level=None,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        check_same_thread=False,
+        cached_statements=cached_statements,
+    )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
@@ -92,20 +106,15 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
-    row: dict[str, Any] = secrets.mask(asdict(record))
-    for key in _JSON_COLUMNS & row.keys():
-        row[key] = json.dumps(row[key]) if row[key] is not None else None
-    for key in _BOOL_COLUMNS & row.keys():
-        row[key] = int(row[key])
-    return row
+    return dict(zip(COLUMNS[type(record)], row_values(record), strict=True))
 
 
 def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
     names = {f.name for f in fields(cls)}
     values = {k: v for k, v in row.items() if k in names}
-    for key in _JSON_COLUMNS & values.keys():
+    for key in JSON_COLUMNS & values.keys():
         values[key] = json.loads(values[key]) if values[key] is not None else None
-    for key in _BOOL_COLUMNS & values.keys():
+    for key in BOOL_COLUMNS & values.keys():
         values[key] = bool(values[key])
     if cls is RunRecord and values.get("options") is None:
         values["options"] = {}
@@ -117,42 +126,6 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     marks = ", ".join("?" for _ in row)
     cursor = conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row.values()))
     return int(cursor.lastrowid or 0)
-
-
-def _write_run(conn: sqlite3.Connection, run: RunRecord, flow_text: str | None) -> None:
-    _insert(conn, "runs", {**_to_row(run), "flow_text": flow_text})
-
-
-def _write_step(conn: sqlite3.Connection, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-    step_id = _insert(conn, "steps", {"run_id": run_id, **_to_row(step)})
-    for call in calls:
-        _insert(conn, "llm_calls", {"run_id": run_id, "step_id": step_id, **_to_row(call)})
-    conn.execute(
-        "UPDATE runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, steps = steps + 1 WHERE run_id = ?",
-        (step.tokens, step.cost_usd, run_id),
-    )
-
-
-def _write_end(
-    conn: sqlite3.Connection, run_id: str, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-) -> None:
-    conn.execute(
-        "UPDATE runs SET status = ?, outputs = ?, error = ?, ended_at = ? WHERE run_id = ?",
-        (
-            status,
-            json.dumps(secrets.mask(outputs)) if outputs is not None else None,
-            secrets.mask(error),
-            now(),
-            run_id,
-        ),
-    )
-
-
-def _write_cache(conn: sqlite3.Connection, key: str, model: str, response: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO cache (key, model, response, created_at) VALUES (?, ?, ?, ?)",
-        (key, model, json.dumps(secrets.mask(response)), now()),
-    )
 
 
 class SQLiteStore:
@@ -168,7 +141,8 @@ class SQLiteStore:
         self.conn = connect(self.path)
         self.db = sqlite_utils.Database(self.conn)
         self._migrate()
-        self.writer = GroupWriter(self.path, connect) if group_commit else None
+        writer_connect = partial(connect, cached_statements=CACHED_STATEMENTS)
+        self.writer = GroupWriter(self.path, writer_connect, apply_rows) if group_commit else None
         """The group-commit writer; None when every write is its own transaction."""
 
     def _migrate(self) -> None:
@@ -189,51 +163,43 @@ class SQLiteStore:
             raise
         self.conn.execute("COMMIT")
 
-    def _write(self, write: Write) -> None:
+    def _write(self, write: Write) -> Any:
         with self.transaction() as conn:
-            write(conn)
+            return write(conn)
 
-    async def _commit(self, write: Write) -> None:
+    async def _commit(self, write: Write) -> Any:
         if self.writer is None:
-            self._write(write)
-        else:
-            await self.writer.write(write)
+            return self._write(write)
+        return await self.writer.write(write)
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        self._write(partial(_write_run, run=run, flow_text=flow_text))
+        self._write(InsertRun.of(run, flow_text))
 
     def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        self._write(partial(_write_step, run_id=run_id, step=step, calls=calls))
+        self._write(InsertStep.of(run_id, step, calls))
 
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        self._write(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
-        return self._run(run_id)
+        return _ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
 
     async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        await self._commit(partial(_write_run, run=run, flow_text=flow_text))
+        await self._commit(InsertRun.of(run, flow_text))
 
     async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        await self._commit(partial(_write_step, run_id=run_id, step=step, calls=calls))
+        await self._commit(InsertStep.of(run_id, step, calls))
 
     async def commit_end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        await self._commit(partial(_write_end, run_id=run_id, status=status, outputs=outputs, error=error))
-        return self._run(run_id)
+        return _ended(run_id, await self._commit(EndRun.of(run_id, status, outputs, error)))
 
     def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        write = partial(_write_cache, key=key, model=model, response=response)
+        write = PutCache.of(key, model, response)
         if self.writer is None:
             self._write(write)
         else:
             self.writer.post(write)
-
-    def _run(self, run_id: str) -> RunRecord:
-        run = self.get_run(run_id)
-        assert run is not None
-        return run
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction():
@@ -244,7 +210,7 @@ class SQLiteStore:
         return json.loads(row[0]) if row else None
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        self._write(partial(_write_cache, key=key, model=model, response=response))
+        self._write(PutCache.of(key, model, response))
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
@@ -335,6 +301,12 @@ class SQLiteStore:
         if self.writer is not None:
             self.writer.close()
         self.conn.close()
+
+
+def _ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
+    """The record of a run `_end` made final, from the row it read back."""
+    assert row is not None, f"no run {run_id}"
+    return _from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
 
 
 def _experiment(row: dict[str, Any]) -> ExperimentRecord:
