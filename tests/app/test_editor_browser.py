@@ -15,7 +15,7 @@ import pytest
 
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
-from tests.app.browser import CHROMIUM, choose, studio_server
+from tests.app.browser import CHROMIUM, choose, settled, studio_server
 from tests.app.editor_browser import WAIT_MS, add_from_palette, big_flow, canvas, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
@@ -119,6 +119,8 @@ def test_delete_then_undo_brings_the_node_back(page: Any, folder: Path) -> None:
     _choose_flow(page, folder / "headline.yaml")
     node = canvas(page).get_by_test_id("node-title_case")
     node.click()
+    sync_api.expect(node).to_have_class(re.compile(r"\bis-selected\b"), timeout=WAIT_MS)
+    settled(page)  # the click's select event has been handled: a rerun now would not undo the selection
     page.keyboard.press("Delete")
     sync_api.expect(node).to_have_count(0, timeout=WAIT_MS)
     canvas(page).get_by_test_id("canvas-undo").click()
