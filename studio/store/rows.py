@@ -168,10 +168,11 @@ def apply_rows(conn: sqlite3.Connection, writes: Sequence[Any]) -> list[Any]:
 
 
 def _flush(conn: sqlite3.Connection, writes: Sequence[Any], group: list[int], results: list[Any]) -> None:
-    runs = [w.row for w in (writes[i] for i in group) if isinstance(w, InsertRun)]
-    steps = [w for w in (writes[i] for i in group) if isinstance(w, InsertStep)]
-    ends = [(i, w) for i, w in ((i, writes[i]) for i in group) if isinstance(w, EndRun)]
-    cached = [w.row for w in (writes[i] for i in group) if isinstance(w, PutCache)]
+    batch = [(i, writes[i]) for i in group]
+    runs = [w.row for _, w in batch if isinstance(w, InsertRun)]
+    steps = [w for _, w in batch if isinstance(w, InsertStep)]
+    ends = [(i, w) for i, w in batch if isinstance(w, EndRun)]
+    cached = [w.row for _, w in batch if isinstance(w, PutCache)]
     _insert(conn, "INSERT INTO runs", _RUN_COLUMNS, runs)
     _steps(conn, steps)
     if ends:
