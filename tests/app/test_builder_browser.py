@@ -253,7 +253,10 @@ def test_the_inspector_renames_guards_and_refuses_a_bad_template_keeping_the_por
     shot(page, "refused")
     page.get_by_role("button", name="Save").click()
     assert path.read_text(encoding="utf-8") == text  # nothing of the refused value reached the flow
-    sync_api.expect(page.get_by_test_id("stToast")).to_have_count(0, timeout=WAIT_MS)  # Save's toast covers the panel
+    toast = page.get_by_test_id("stToast")  # Save's toast covers the panel's radio until it goes
+    sync_api.expect(toast).to_be_visible(timeout=WAIT_MS)
+    page.mouse.move(0, 0)  # a pointer over a toast keeps it open
+    sync_api.expect(toast).to_have_count(0, timeout=WAIT_MS)
     page.get_by_role("radio", name="Flow", exact=True).click()
     for table in ("Flow inputs", "Flow outputs", "Model aliases"):
         sync_api.expect(page.get_by_text(table, exact=True)).to_be_visible(timeout=WAIT_MS)
