@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Mapping
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-from studio.editor.document import EditableFlow, edge_id, edges
+from studio.editor.document import STARTERS, EditableFlow, edge_id, edges
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
-from studio.editor.ports import NodePorts, Port
+from studio.editor.ports import NodePorts, Port, node_ports
 from studio.editor.problems import Problem
 from studio.flow import templates
 from studio.runtime import registry
@@ -27,14 +29,41 @@ def _category(node_type: str) -> str:
 
 
 @cache
-def palette() -> list[dict[str, str]]:
-    """Every registered node type, with the first line of its docstring (the same for every rerun)."""
+def palette() -> list[dict[str, Any]]:
+    """Every registered node type, with the first line of its docstring and the card a node of that
+    type gets when it is added (the same for every rerun)."""
     found = []
     for key in registry.keys():  # noqa: SIM118 - a module function, not a dict
         cls = registry.get(key)
         doc = (cls.__doc__ or "").strip().splitlines() if cls else []
-        found.append({"type": key, "category": _category(key), "description": doc[0] if doc else ""})
+        found.append(
+            {"type": key, "category": _category(key), "description": doc[0] if doc else "", "card": _starter_card(key)}
+        )
     return found
+
+
+def _starter_card(node_type: str) -> dict[str, Any]:
+    """The card of a node just added from the palette, without its id and place: the canvas draws it
+    at once, before Python's graph with the node comes back. A starter config names no file, so the
+    folder it is checked in does not matter."""
+    config = copy.deepcopy(STARTERS.get(node_type, {}))
+    ports = node_ports(node_type, config, {}, Path.cwd())
+    return _card("", {"type": node_type, "config": config}, ports, set())
+
+
+def _card(node_id: str, spec: Mapping[str, Any], ports: NodePorts, wired: set[str]) -> dict[str, Any]:
+    """What the canvas draws of one node, from its spec and ports (its place, status and notes apart)."""
+    return {
+        "id": node_id,
+        "kind": "node",
+        "type": str(spec.get("type", "")),
+        "label": node_id,
+        "inputs": [_port(p, wired) for p in ports.inputs],
+        "outputs": [{"name": p.name, "type": str(p.type)} for p in ports.outputs],
+        "errors": ports.errors,
+        "add_port": ports.templated,
+        **facts(spec),
+    }
 
 
 def _special_nodes(flow: EditableFlow, layout: Layout, wired: set[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -89,24 +118,9 @@ def canvas_nodes(
         errors = ports.errors + [
             p.message for p in problems if p.node == node_id and not any(e in p.message for e in ports.errors)
         ]
-        spec = flow.node(node_id)
-        node_type = str(spec.get("type", ""))
-        inputs = [_port(p, {port for target, port in wired if target == node_id}) for p in ports.inputs]
+        card = _card(node_id, flow.node(node_id), ports, {port for target, port in wired if target == node_id})
         found.append(
-            {
-                "id": node_id,
-                "kind": "node",
-                "type": node_type,
-                "label": node_id,
-                **_at(layout, node_id),
-                "inputs": inputs,
-                "outputs": [{"name": p.name, "type": str(p.type)} for p in ports.outputs],
-                "status": status.get(node_id),
-                "errors": errors,
-                "add_port": ports.templated,
-                **facts(spec),
-                **notes.get(node_id, {}),
-            }
+            {**card, **_at(layout, node_id), "status": status.get(node_id), "errors": errors, **notes.get(node_id, {})}
         )
     return found
 

@@ -271,9 +271,12 @@ class EditableFlow:
             mapping.fa.set_block_style()
         return mapping
 
-    def add_node(self, node_type: str) -> str:
-        """Append a node of `node_type` with its starter config; returns its new id."""
-        node_id = _unique(node_type.rsplit(".", 1)[-1].replace("-", "_"), self.nodes())
+    def add_node(self, node_type: str, wanted: str | None = None) -> str:
+        """Append a node of `node_type` with its starter config; returns its new id: `wanted` when it
+        is a free node id (the canvas names a node it already draws), else one made from the type."""
+        taken = self.nodes()
+        free = wanted is not None and rename_problem(wanted, taken) is None
+        node_id = wanted if free and wanted else _unique(node_type.rsplit(".", 1)[-1].replace("-", "_"), taken)
         spec: dict[str, Any] = {"type": node_type}
         if node_type in STARTERS:
             spec["config"] = STARTERS[node_type]

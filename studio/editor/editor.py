@@ -150,7 +150,8 @@ class Editor:
         """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, open_flow."""
         kind = event.get("kind")
         if kind == "add_node":
-            self.add_node(str(event["type"]), (float(event.get("x", 0)), float(event.get("y", 0))))
+            wanted = str(event["id"]) if event.get("id") else None
+            self.add_node(str(event["type"]), (float(event.get("x", 0)), float(event.get("y", 0))), wanted)
         elif kind == "connect":
             self.connect(
                 str(event["source"]), str(event["sourceHandle"]), str(event["target"]), str(event["targetHandle"])
@@ -173,8 +174,8 @@ class Editor:
         elif kind == "open_flow":
             self.open_request = (self.path.parent / str(event.get("path", ""))).resolve()
 
-    def add_node(self, node_type: str, position: tuple[float, float] | None = None) -> str:
-        node_id = self.flow.add_node(node_type)
+    def add_node(self, node_type: str, position: tuple[float, float] | None = None, wanted: str | None = None) -> str:
+        node_id = self.flow.add_node(node_type, wanted)
         self.layout[node_id] = position or free_spot(self.layout)
         self.selected = node_id
         self._changed(Message("info", f"added {node_id} ({node_type})"))

@@ -16,7 +16,7 @@ import pytest
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, choose, settled, studio_server
-from tests.app.editor_browser import WAIT_MS, add_from_palette, big_flow, canvas, wire
+from tests.app.editor_browser import CANVAS_FRAME, WAIT_MS, add_from_palette, big_flow, canvas, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
 pytestmark = pytest.mark.skipif(
@@ -104,6 +104,27 @@ def test_build_a_three_node_flow_by_clicks_and_drags(page: Any, folder: Path, cl
     assert (folder / f"{name}.layout.yaml").exists()
 
 
+CLICK_THEN_LOOK = """() => new Promise((resolve) => {
+  document.querySelector('[data-testid="palette-item-text.template"]').click();
+  requestAnimationFrame(() => resolve([
+    document.querySelector('[data-testid="node-template"]') !== null,
+    document.querySelector('[data-testid="canvas-root"]').getAttribute("data-unconfirmed"),
+  ]));
+})"""
+"""Click a palette entry inside the canvas frame; at the next animation frame (far sooner than a
+Streamlit rerun can answer), is the node's card there, and how many edits wait for Python?"""
+
+
+def test_a_palette_click_draws_the_node_before_python_answers(page: Any, folder: Path) -> None:
+    name = _new_flow(page)
+    root = canvas(page).get_by_test_id("canvas-root")
+    frame = page.locator(CANVAS_FRAME).element_handle().content_frame()
+    assert frame.evaluate(CLICK_THEN_LOOK) == [True, "1"]
+    sync_api.expect(root).to_have_attribute("data-unconfirmed", "0", timeout=WAIT_MS)
+    sync_api.expect(page.get_by_role("heading", name="template")).to_be_visible(timeout=WAIT_MS)  # Python's, selected
+    _save(page, folder / f"{name}.yaml", contains="template:")  # under the id the canvas proposed
+
+
 def test_incompatible_ports_are_refused_with_both_types(page: Any, folder: Path) -> None:
     name = _new_flow(page)
     add_from_palette(page, "text.split", "split")
@@ -112,6 +133,9 @@ def test_incompatible_ports_are_refused_with_both_types(page: Any, folder: Path)
     message = canvas(page).get_by_test_id("canvas-message")
     sync_api.expect(message).to_contain_text("list[str]", timeout=WAIT_MS)
     sync_api.expect(message).to_contain_text("(str)")
+    root = canvas(page).get_by_test_id("canvas-root")
+    sync_api.expect(root).to_have_attribute("data-unconfirmed", "0", timeout=WAIT_MS)
+    sync_api.expect(canvas(page).locator(".react-flow__edge")).to_have_count(0)  # the wire drawn at once is gone
     assert "classify" not in (folder / f"{name}.yaml").read_text(encoding="utf-8")  # nothing saved yet either way
 
 

@@ -225,3 +225,36 @@ def test_wires_that_make_no_sense_are_refused(
     assert not editor.connect(*source, *target)
     assert editor.message is not None and words in editor.message.text
     assert editor.flow.text == before
+
+
+@pytest.mark.parametrize("node_type", ["text.template", "llm.generate", "llm.classify", "control.map", "tool.python"])
+def test_the_palette_card_is_the_card_python_draws_for_the_added_node(tmp_path: Path, node_type: str) -> None:
+    """The canvas draws a palette click's card before Python answers: it must be Python's card (whose
+    errors may add what checking the whole flow finds, an unwired input)."""
+    from studio.editor.canvas import palette
+
+    path = tmp_path / "cards.yaml"
+    path.write_text(new_flow_text("cards"), encoding="utf-8")
+    editor = Editor(path)
+    node_id = editor.add_node(node_type, (10.0, 20.0))
+    drawn = next(n for n in editor.graph()["nodes"] if n["id"] == node_id)
+    card = next(entry["card"] for entry in palette() if entry["type"] == node_type)
+    unplaced = {k: v for k, v in drawn.items() if k not in ("id", "label", "x", "y", "status", "errors")}
+    assert {**card, "id": node_id, "label": node_id, "errors": []} == {
+        **unplaced,
+        "id": node_id,
+        "label": node_id,
+        "errors": [],
+    }
+    assert set(card["errors"]) <= set(drawn["errors"])
+
+
+def test_an_added_node_takes_the_id_the_canvas_proposes_when_it_is_free(tmp_path: Path) -> None:
+    path = tmp_path / "ids.yaml"
+    path.write_text(new_flow_text("ids"), encoding="utf-8")
+    editor = Editor(path)
+    editor.apply({"kind": "add_node", "type": "text.template", "x": 0, "y": 0, "id": "template"})
+    editor.apply({"kind": "add_node", "type": "text.template", "x": 0, "y": 0, "id": "template"})  # taken
+    editor.apply({"kind": "add_node", "type": "text.template", "x": 0, "y": 0, "id": "Bad-Id"})  # not an id
+    editor.apply({"kind": "add_node", "type": "text.template", "x": 0, "y": 0, "id": "intro"})
+    assert list(editor.flow.nodes()) == ["template", "template_2", "template_3", "intro"]

@@ -75,7 +75,7 @@ function edgeLook(edge: GraphEdge): Pick<Edge, "style" | "label" | "className" |
   return { style: { stroke } };
 }
 
-function syncEdge(edge: GraphEdge, prev: Edge | undefined): Edge {
+export function syncEdge(edge: GraphEdge, prev: Edge | undefined): Edge {
   if (prev && sameEdge(edge, prev)) return prev;
   const type = edge.type ?? "any";
   return {

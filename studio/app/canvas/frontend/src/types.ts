@@ -62,6 +62,8 @@ export interface PaletteEntry {
   type: string;
   category: string;
   description: string;
+  /** The card a node of this type gets when added (no id, no place): drawn before Python answers. */
+  card?: Omit<GraphNode, "x" | "y"> | null;
 }
 
 export interface Message {
@@ -87,7 +89,7 @@ export interface Graph {
 export type Position = { x: number; y: number };
 
 export type CanvasEvent =
-  | { kind: "add_node"; type: string; x: number; y: number }
+  | { kind: "add_node"; type: string; x: number; y: number; id?: string }
   | { kind: "connect"; source: string; sourceHandle: string; target: string; targetHandle: string }
   | { kind: "delete"; nodes: string[]; edges: string[] }
   | { kind: "move"; positions: Record<string, Position> }

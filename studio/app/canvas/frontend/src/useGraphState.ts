@@ -7,6 +7,7 @@ import { applyEdgeChanges, applyNodeChanges, type Edge, type EdgeChange, type No
 import { useCallback, useLayoutEffect, useRef, useState } from "react";
 import type { EventQueue } from "./events";
 import type { CanvasNode } from "./FlowNode";
+import { prune, withAdds, withWires, type Unconfirmed } from "./optimistic";
 import { syncEdges, syncNodes } from "./sync";
 import type { Graph, Position } from "./types";
 
@@ -43,6 +44,7 @@ export function useGraphState(graph: Graph, queue: EventQueue) {
   const seen = useRef<Seen>({ version: null, selected: null, fit: false });
   const pending = useRef<Pending>({ moves: new Map(), selectSeq: 0, selected: null });
   const fitRequested = useRef(false);
+  const unconfirmed = useRef<Unconfirmed>({ adds: new Map(), wires: new Map() });
 
   useLayoutEffect(() => {
     queue.ack(graph.ack, graph.ack_session);
@@ -53,9 +55,20 @@ export function useGraphState(graph: Graph, queue: EventQueue) {
     if (pythonSelects) pending.current.selected = graph.selected;
     seen.current = { version: graph.version, selected: graph.selected, fit: graph.fit };
     const rules = { fresh, pythonSelects, moves: pendingMoves(pending.current, queue.acked) };
-    setNodes((prev) => syncNodes(graph, prev, rules));
-    setEdges((prev) => syncEdges(graph, prev));
+    prune(unconfirmed.current, queue.acked);
+    setNodes((prev) => withAdds(syncNodes(graph, prev, rules), unconfirmed.current, prev));
+    setEdges((prev) => withWires(syncEdges(graph, prev), unconfirmed.current));
   }, [graph, queue]);
+
+  /** Draw a node or a wire the event `seq` asks Python for, until Python's graph acknowledges it. */
+  const addLocally = useCallback((seq: number, node: CanvasNode) => {
+    unconfirmed.current.adds.set(seq, node);
+    setNodes((prev) => withAdds(prev, unconfirmed.current, prev));
+  }, []);
+  const wireLocally = useCallback((seq: number, edge: Edge) => {
+    unconfirmed.current.wires.set(seq, edge);
+    setEdges((prev) => withWires(prev, unconfirmed.current));
+  }, []);
 
   const onNodesChange = useCallback(
     (changes: NodeChange<CanvasNode>[]) => setNodes((prev) => applyNodeChanges(withoutRemovals(changes), prev)),
@@ -65,5 +78,6 @@ export function useGraphState(graph: Graph, queue: EventQueue) {
     (changes: EdgeChange<Edge>[]) => setEdges((prev) => applyEdgeChanges(withoutRemovals(changes), prev)),
     [],
   );
-  return { nodes, edges, onNodesChange, onEdgesChange, pending, fitRequested };
+  const unconfirmedCount = unconfirmed.current.adds.size + unconfirmed.current.wires.size;
+  return { nodes, edges, onNodesChange, onEdgesChange, pending, fitRequested, addLocally, wireLocally, unconfirmedCount };
 }
