@@ -280,7 +280,7 @@ def first_token(page: Any, runs: int) -> dict[str, Any]:
     node = frame.get_by_test_id("node-story")
     done = re.compile(r"\bstatus-succeeded\b")
     _start_run(page, TOPICS[0])  # warm-up: the studio's process loads the model once
-    expect(node).to_have_class(done, timeout=TIMEOUT_MS)
+    expect(node).to_have_class(done, timeout=3 * TIMEOUT_MS)  # 160 tokens on a busy machine
     streamed = frame.locator('[data-testid="node-story"].status-running [data-testid="preview-story"]')
     firsts, ends = [], []
     for topic in TOPICS[1 : runs + 1]:
@@ -288,7 +288,7 @@ def first_token(page: Any, runs: int) -> dict[str, Any]:
         _start_run(page, topic)
         expect(streamed).to_have_text(re.compile(r"\S"), timeout=TIMEOUT_MS)
         firsts.append(time.perf_counter() - start)
-        expect(node).to_have_class(done, timeout=TIMEOUT_MS)
+        expect(node).to_have_class(done, timeout=3 * TIMEOUT_MS)  # 160 tokens on a busy machine
         ends.append(time.perf_counter() - start)
     return {
         "first_token_median_s": round(statistics.median(firsts), 3),

@@ -72,10 +72,8 @@ function rounded(at: Position): Position {
 const NEW_NODE_SIZE = NEW_CARD;
 const GAP = 24;
 
-/** A spot near `centre` where a new node overlaps no node, scanning right, then down, as far as
- * `end` (the pane's bottom-right corner in flow coordinates): a new node is always on screen, on
- * top of others when the pane has no free spot. */
-function freeSpot(centre: Position, nodes: CanvasNode[], end: Position): Position {
+/** A spot near `centre` where a new node overlaps no node: scan right, then down. */
+function freeSpot(centre: Position, nodes: CanvasNode[]): Position {
   const overlaps = (at: Position) =>
     nodes.some((n) => {
       const width = n.measured?.width ?? NEW_NODE_SIZE.width;
@@ -91,8 +89,7 @@ function freeSpot(centre: Position, nodes: CanvasNode[], end: Position): Positio
   for (let row = 0; row < 8; row++) {
     for (let column = 0; column < 20; column++) {
       const spot = { x: start.x + column * (NEW_NODE_SIZE.width + GAP), y: start.y + row * (NEW_NODE_SIZE.height / 2) };
-      const onScreen = spot.x + NEW_NODE_SIZE.width <= end.x && spot.y + NEW_NODE_SIZE.height <= end.y;
-      if (onScreen && !overlaps(spot)) return rounded(spot);
+      if (!overlaps(spot)) return rounded(spot);
     }
   }
   return rounded(start);
@@ -119,6 +116,22 @@ function Editor({ graph, queue, dark }: Props) {
   }, [initialized, nodes, flow, fitRequested]);
 
   const { addLocally, wireLocally } = state;
+  /** A new node's free spot can be off screen (a crowded flow): zoom out just enough to show it
+   * beside what was on screen, rather than move the view away from it. */
+  const widenTo = useCallback(
+    (at: Position, rect: DOMRect) => {
+      const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
+      const bottomRight = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
+      const right = at.x + NEW_NODE_SIZE.width;
+      const bottom = at.y + NEW_NODE_SIZE.height;
+      if (at.x >= topLeft.x && at.y >= topLeft.y && right <= bottomRight.x && bottom <= bottomRight.y) return;
+      const x = Math.min(topLeft.x, at.x);
+      const y = Math.min(topLeft.y, at.y);
+      const bounds = { x, y, width: Math.max(bottomRight.x, right) - x, height: Math.max(bottomRight.y, bottom) - y };
+      void flow.fitBounds(bounds, { padding: 0.02 });
+    },
+    [flow],
+  );
   /** Ask Python for the node and draw it at once (see optimistic.ts). */
   const placeNode = useCallback(
     (type: string, at: Position) => {
@@ -132,12 +145,14 @@ function Editor({ graph, queue, dark }: Props) {
 
   const addNode = useCallback(
     (type: string) => {
-      const rect = pane.current?.getBoundingClientRect() ?? new DOMRect(0, 0, 0, 0);
+      const rect = pane.current?.getBoundingClientRect();
+      if (!rect) return;
       const centre = { x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 };
-      const end = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
-      placeNode(type, freeSpot(flow.screenToFlowPosition(centre), flow.getNodes(), end));
+      const at = freeSpot(flow.screenToFlowPosition(centre), flow.getNodes());
+      placeNode(type, at);
+      widenTo(at, rect);
     },
-    [flow, placeNode],
+    [flow, placeNode, widenTo],
   );
 
   const onDragOver = useCallback((event: DragEvent) => {
