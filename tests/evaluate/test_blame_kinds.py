@@ -198,3 +198,29 @@ def test_cli_reports_which_kind_flipped_the_answer(cli: CLI, tmp_path: Path) -> 
     assert table.code == 0 and "flipped by" in table.out and "demos 1/1" in table.out
     bad = cli("blame", experiment_id, "--db", str(db), "--counterfactuals", "resample,guess")
     assert bad.code == 2 and "guess" in bad.err
+
+
+def _trace_page() -> None:
+    from studio.app.trace_page import render
+
+    render()
+
+
+def test_the_trace_viewer_says_which_kind_flipped_the_answer(
+    cli: CLI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    db, experiment_id = asyncio.run(batch(tmp_path, ZERO_SHOT))
+    done = cli("blame", experiment_id, "--db", str(db), "--counterfactuals", "resample,demos", "--json")
+    assert done.code == 0, done.err
+    [run_id] = done.json()["runs"]
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    trace = AppTest.from_function(_trace_page, default_timeout=30)
+    trace.query_params["run"] = run_id
+    trace.run()
+    assert not trace.exception, trace.exception
+    assert any(
+        w.value.startswith("Likely culprit: `check`: its counterfactual versions (demos)") for w in trace.warning
+    )
+    assert any("demos 1/1" in c.value for c in trace.caption)
