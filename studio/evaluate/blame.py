@@ -251,6 +251,7 @@ async def blame_run(
     if base >= 1 or not nodes:
         return blame
     good = [r for r in good_runs or [] if r != record.run_id]
+    given = {s.node: s.inputs for s in store.steps(record.run_id)}
     for node in nodes:
         node.pending = cf.alternatives(
             store,
@@ -260,6 +261,7 @@ async def blame_run(
             good_runs=good,
             flow_hash=record.flow_hash,
             limit=options.samples,
+            given=given.get(node.node),
         )
     seed = 0
     while seed < options.samples * (1 if any(n.flips for n in nodes) or seed < options.samples else 2):

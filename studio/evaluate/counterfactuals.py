@@ -34,6 +34,8 @@ KINDS = (RESAMPLE, DEMOS, VARIANT)
 """Every counterfactual kind, in the order blame tries them on a node."""
 POOL_DEMOS = 3
 """Demos in one set taken from other examples' runs (a node with no demos of its own)."""
+POOL_RUNS = 24
+"""Good runs read at most for one node's demo pool (a seeded choice among them)."""
 OPTIMIZE = "optimize"
 """The experiment kind the optimizer records (`studio.optimize.optimization.KIND`)."""
 
@@ -97,19 +99,26 @@ def _key(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def pool_demos(store: Store, plan: Plan, node: str, good_runs: list[str]) -> list[dict[str, Any]]:
-    """Demos of the node from other runs that scored 1: its step's inputs plus its answer under the
-    surface's output port (text and label for a classifier); none when the answer's name is also an
-    input's (the demo could not show them apart)."""
+def pool_demos(
+    store: Store, plan: Plan, node: str, good_runs: list[str], exclude: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Demos of the node from other runs that scored 1 (up to POOL_RUNS of them): its step's inputs
+    plus its answer under the surface's output port (text and label for a classifier); never one
+    whose inputs are `exclude` (the failing run's own: that demo would hand the node its answer);
+    none when the answer's name is also an input's (the demo could not show them apart)."""
     shape = surface(plan, node)
     if shape is None or DEMOS not in shape.fields:
         return []
+    chosen = list(good_runs)
+    random.Random(node).shuffle(chosen)
     pool: dict[str, dict[str, Any]] = {}
-    for run_id in good_runs:
+    for run_id in chosen[:POOL_RUNS]:
         step = next((s for s in store.steps(run_id) if s.node == node and s.status == "succeeded"), None)
         if step is None or step.outputs is None or shape.output not in step.outputs:
             continue
         inputs = dict(step.inputs or {})
+        if exclude is not None and _key(inputs) == _key(exclude):
+            continue
         if shape.output in inputs and not shape.labels:
             return []
         answer = step.outputs[shape.output]
@@ -197,11 +206,13 @@ def alternatives(
     good_runs: list[str],
     flow_hash: str,
     limit: int,
+    given: dict[str, Any] | None = None,
 ) -> list[Alternative]:
-    """The node's `demos` and `variant` counterfactuals (in that order) among `kinds`."""
+    """The node's `demos` and `variant` counterfactuals (in that order) among `kinds`; `given` is
+    what the node was given in the failing run (no demo from another run may repeat it)."""
     found: list[Alternative] = []
     if DEMOS in kinds:
-        pool = pool_demos(store, plan, node, good_runs) if not own_config(plan, node).get(DEMOS) else []
+        pool = [] if own_config(plan, node).get(DEMOS) else pool_demos(store, plan, node, good_runs, given)
         for demos in demo_sets(plan, node, pool, limit):
             found.append(Alternative(DEMOS, {**own_config(plan, node), DEMOS: demos}))
     if VARIANT in kinds:

@@ -123,6 +123,7 @@ def test_demos_from_good_runs_are_the_nodes_own_steps(tmp_path: Path) -> None:
     plan = lib.run_plan(store, failing.record)
     assert cf.pool_demos(store, plan, "check", failing.good_runs) == [{"v": "d-two", "text": "k-two"}]
     assert cf.pool_demos(store, plan, "check", []) == []
+    assert cf.pool_demos(store, plan, "check", failing.good_runs, {"v": "d-two"}) == []  # the same question
     store.close()
     (tmp_path / "own").mkdir()
     own_db, _ = asyncio.run(batch(tmp_path / "own", BAD_DEMO_FIRST))
@@ -206,6 +207,12 @@ def _trace_page() -> None:
     render()
 
 
+def _experiments_page() -> None:
+    from studio.app.experiments_page import render
+
+    render()
+
+
 def test_the_trace_viewer_says_which_kind_flipped_the_answer(
     cli: CLI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -224,3 +231,10 @@ def test_the_trace_viewer_says_which_kind_flipped_the_answer(
         w.value.startswith("Likely culprit: `check`: its counterfactual versions (demos)") for w in trace.warning
     )
     assert any("demos 1/1" in c.value for c in trace.caption)
+    page = AppTest.from_function(_experiments_page, default_timeout=30)
+    page.query_params["experiment"] = experiment_id
+    page.run()
+    assert not page.exception, page.exception
+    table = next(t.value for t in page.dataframe if "culprit" in t.value.columns)
+    [flipped] = list(table["flipped by"])
+    assert list(table["culprit"]) == ["check"] and flipped.startswith("resample 0/") and "demos 1/1" in flipped
