@@ -112,7 +112,7 @@ class RunBlame:
 
     @property
     def culprit(self) -> str | None:
-        """The most blamed node, when re-sampling some node ever fixed the answer."""
+        """The most blamed node, when some counterfactual of some node ever fixed the answer."""
         return self.nodes[0].node if self.nodes and self.nodes[0].flips else None
 
     def as_json(self) -> dict[str, Any]:
