@@ -93,6 +93,8 @@ def _step(node: str, given: str, right: str, faulty: bool, chance: float) -> lis
     if REPAIR[0] > 0:
         pieces = [r"(?:bad-[A-Z]-)?" + re.escape(piece) for piece in given.split(" ")]
         bad = f"^{node}: (?=.*bad-)" + r"\ ".join(pieces) + "$"
+        if PROMPT_FAULTS[0]:  # the same question after the node's demos
+            bad = f"(?:^|\\n\\n){node}: (?=[^\\n]*bad-)" + r"\ ".join(pieces) + "$"
         rules += [_rule(bad, f"wrong-{node}", round(1 - REPAIR[0], 3)), _rule(bad, right)]
     return [*rules, _rule(match, right)]
 
