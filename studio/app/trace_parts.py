@@ -79,10 +79,11 @@ def blame_box(blamed: dict[str, Any]) -> None:
             )
             return
         top = nodes[0]
-        kinds = " or ".join(top.get("flipped_by") or ["resample"])
+        kind = top.get("best") or "resample"
+        tally = (top.get("kinds") or {}).get(kind) or top
         st.warning(
-            f"Likely culprit: {ident(top['node'])}: its counterfactual versions ({kinds}) made the answer right in "
-            f"{top['flips']} of {top['samples']} re-runs (95% {top['low']:.2f}-{top['high']:.2f})"
+            f"Likely culprit: {ident(top['node'])}: its {kind} counterfactuals made the answer right in "
+            f"{tally['flips']} of {tally['samples']} re-runs (95% {top['low']:.2f}-{top['high']:.2f})"
         )
         st.caption(
             "Counterfactual re-runs (`flowstudio blame`): "

@@ -6,7 +6,8 @@ outputs that called a model, its sub-flow steps included) is run again in counte
 the node with other demos; the optimizer's variant of the node), everything upstream reused from
 the stored run and everything downstream run again (served from the LLM cache where the inputs are
 unchanged). A node's blame is the share of those re-runs, all kinds together, whose final metric
-reaches 1, with a Wilson interval; each kind's flips and calls are kept apart too.
+reaches 1, with a Wilson interval, taken for the node's strongest kind (the one that fixed the
+answer most often); each kind's samples, flips and calls are kept apart, and the totals too.
 Counterfactual runs go to a scratch store; the LLM cache is the real store's, so repeating a
 blame is free.
 """
@@ -47,6 +48,15 @@ class KindBlame:
     calls: int = 0
     """Model calls they made (cache hits not counted)."""
 
+    @property
+    def rate(self) -> float:
+        return self.flips / self.samples if self.samples else 0.0
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(flips, samples)."""
+        return self.flips, self.samples
+
     def as_json(self) -> dict[str, int]:
         return {"samples": self.samples, "flips": self.flips, "calls": self.calls}
 
@@ -79,11 +89,23 @@ class NodeBlame:
         return [kind for kind, tally in self.kinds.items() if tally.flips]
 
     @property
+    def best(self) -> str | None:
+        """The kind whose counterfactuals fixed the answer most often (then by its interval's lower
+        end): each kind is another intervention, so a node is blamed by its strongest one rather
+        than by a rate diluted with kinds that cannot fix it (re-sampling a fault bound to the
+        prompt)."""
+        if not self.kinds:
+            return None
+        return max(self.kinds, key=lambda kind: (self.kinds[kind].rate, wilson(*self.kinds[kind].counts)[0]))
+
+    @property
     def score(self) -> float:
-        return self.flips / self.samples if self.samples else 0.0
+        """The flip rate of the node's strongest kind."""
+        return self.kinds[self.best].rate if self.best else 0.0
 
     def interval(self) -> tuple[float, float]:
-        return wilson(self.flips, self.samples)
+        """The Wilson interval of that rate."""
+        return wilson(*self.kinds[self.best].counts) if self.best else wilson(0, 0)
 
     def as_json(self) -> dict[str, Any]:
         low, high = self.interval()
@@ -92,6 +114,7 @@ class NodeBlame:
             "score": round(self.score, 4),
             "low": round(low, 4),
             "high": round(high, 4),
+            "best": self.best,
             "flips": self.flips,
             "samples": self.samples,
             "calls": self.calls,
@@ -476,12 +499,13 @@ def culprit_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for run in (summary.get("runs") or {}).values():
         top = run["nodes"][0] if run["nodes"] else None
+        strongest = (top.get("kinds") or {}).get(top.get("best") or "") if top else None
         rows.append(
             {
                 "example": run["example"],
                 "run": run["run_id"],
                 "culprit": run["culprit"] or "(none found)",
-                "blame": f"{top['flips']}/{top['samples']}" if top else "-",
+                "blame": _rate(top, strongest) if top else "-",
                 "interval": f"{top['low']:.2f}-{top['high']:.2f}" if top else "-",
                 "flipped by": flipped_by(top) if top else "-",
                 "calls": run["calls"],
@@ -496,3 +520,11 @@ def flipped_by(node: dict[str, Any]) -> str:
     if not tried:  # a blame stored before kinds were recorded: re-sampling only
         return f"resample {node['flips']}/{node['samples']} ({node['calls']} calls)"
     return ", ".join(f"{kind} {t['flips']}/{t['samples']} ({t['calls']} calls)" for kind, t in tried.items())
+
+
+def _rate(node: dict[str, Any], strongest: dict[str, Any] | None) -> str:
+    """`3/3 demos`: the flips and samples of the node's strongest kind (its totals when stored
+    before kinds were recorded)."""
+    if strongest is None:
+        return f"{node['flips']}/{node['samples']}"
+    return f"{strongest['flips']}/{strongest['samples']} {node['best']}"

@@ -111,9 +111,29 @@ async def test_only_other_demos_fix_the_culprit(tmp_path: Path, config: str) -> 
     assert check.samples == sum(t.samples for t in check.kinds.values())
     assert check.calls == sum(t.calls for t in check.kinds.values())
     assert blame.calls == sum(n.calls for n in blame.nodes)
+    assert check.best == "demos" and check.score == check.kinds["demos"].rate > 0
     low, high = check.interval()
     assert 0 < low <= check.score <= high <= 1
     assert all(not n.flips for n in blame.nodes if n.node != "check")
+
+
+def test_a_node_is_blamed_by_its_strongest_kind() -> None:
+    """Re-sampling a prompt-bound fault never fixes it; the culprit's demos always do, while a node
+    downstream repairs a wrong value in some re-samples: pooled, the culprit would lose."""
+    culprit, downstream = lib.NodeBlame("check"), lib.NodeBlame("finish")
+    for _ in range(8):
+        culprit.count("resample", False, 1)
+    for _ in range(3):
+        culprit.count("demos", True, 1)
+        downstream.count("demos", False, 1)
+    for flipped in (True, True, False, False):
+        downstream.count("resample", flipped, 1)
+    assert culprit.flips / culprit.samples < downstream.flips / downstream.samples  # 3/11 pooled against 2/7
+    assert culprit.best == "demos" and culprit.score == 1.0 and culprit.interval() == lib.wilson(3, 3)
+    assert downstream.best == "resample" and downstream.score == 0.5 < culprit.score
+    assert culprit.as_json()["best"] == "demos" and culprit.as_json()["flips"] == 3
+    assert culprit.as_json()["samples"] == 11 and culprit.as_json()["calls"] == 11
+    assert lib.NodeBlame("idle").score == 0.0 and lib.NodeBlame("idle").interval() == (0.0, 1.0)
 
 
 def test_demos_from_good_runs_are_the_nodes_own_steps(tmp_path: Path) -> None:
@@ -228,7 +248,8 @@ def test_the_trace_viewer_says_which_kind_flipped_the_answer(
     trace.run()
     assert not trace.exception, trace.exception
     assert any(
-        w.value.startswith("Likely culprit: `check`: its counterfactual versions (demos)") for w in trace.warning
+        w.value.startswith("Likely culprit: `check`: its demos counterfactuals made the answer right in 1 of 1")
+        for w in trace.warning
     )
     assert any("demos 1/1" in c.value for c in trace.caption)
     page = AppTest.from_function(_experiments_page, default_timeout=30)
@@ -238,3 +259,4 @@ def test_the_trace_viewer_says_which_kind_flipped_the_answer(
     table = next(t.value for t in page.dataframe if "culprit" in t.value.columns)
     [flipped] = list(table["flipped by"])
     assert list(table["culprit"]) == ["check"] and flipped.startswith("resample 0/") and "demos 1/1" in flipped
+    assert list(table["blame"]) == ["1/1 demos"]
