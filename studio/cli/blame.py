@@ -51,8 +51,8 @@ def blame(
 
     Each LLM node upstream of the output is run again in counterfactual versions (re-sampled at
     temperature > 0, with other demos, as the optimizer's variant) while everything upstream of it
-    is reused; a node's blame is how often that turns the answer right, and each kind's flips and
-    calls are reported.
+    is reused; a node's blame is how often its strongest kind turns the answer right, and each
+    kind's flips and calls are reported.
 
     Example: flowstudio blame 3f2a9c1d0b7e4a55 --budget-calls 100
     """
