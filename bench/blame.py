@@ -10,8 +10,16 @@ fault is intermittent, as sampled models are. Downstream nodes fed a wrong value
 batch, blames every failing example with the library (the same code as the CLI) and checks the
 top-1 and top-2 blamed nodes against the injected one.
 
+`--faults prompt` injects faults of another kind: every `llm.generate` node has two demos of its
+own, and the fault answers wrongly on every sample (no `chance`) but only to the node's exact
+prompt (its demos in their order); the same node shown other demos (one left out, another order)
+answers right. Re-sampling then never fixes a fault and only the `demos` counterfactual kind can
+(`--counterfactuals resample,demos`); faults go to the `llm.generate` nodes only (the map, loop
+and agent nodes have no demos).
+
 Run (from the repository root):
     .venv/bin/python bench/blame.py --examples 45 --seed 0
+    .venv/bin/python bench/blame.py --examples 40 --seed 0 --faults prompt --counterfactuals resample,demos
 """
 
 from __future__ import annotations
@@ -35,9 +43,12 @@ if str(ROOT) not in sys.path:
 
 from studio.evaluate import blame as lib  # noqa: E402
 from studio.evaluate.batch import BatchOptions, prepare_batch, run_prepared  # noqa: E402
+from studio.evaluate.counterfactuals import parse_kinds  # noqa: E402
 from studio.store import SQLiteStore  # noqa: E402
 
 SHAPES = ("chain", "branches", "map_reduce", "loop", "agent")
+NO_DEMOS = ("map", "loop", "g")
+"""Culprit nodes that are no `llm.generate` node (no demos of their own)."""
 
 
 @dataclass
@@ -59,6 +70,11 @@ def _rule(match: str, reply: str, chance: float | None = None) -> dict[str, Any]
     return rule
 
 
+PROMPT_FAULTS = [False]
+"""Set by --faults prompt: faults bound to a node's exact prompt (its own demos in order)."""
+DEMO_VALUES = ("dq1", "dq2")
+"""The values of the two demos each `llm.generate` node has with --faults prompt."""
+
 REPAIR = [0.0]
 """Set by --repair: the share of samples in which a node fed a wrong value still answers right
 (a confounder: re-sampling a node downstream of the culprit then fixes the answer too)."""
@@ -69,9 +85,16 @@ def _step(node: str, given: str, right: str, faulty: bool, chance: float) -> lis
     --repair, a wrong input (`bad-...`) is answered right in that share of samples (never greedily)."""
     match = f"^{node}: {re.escape(given)}$"
     rules = [_rule(match, f"bad-{node}-{right}", chance)] if faulty else []
+    if PROMPT_FAULTS[0]:  # the fault answers only the node's own prompt: its two demos in order
+        first, second = (f"{node}: [^\n]*{value}[^\n]*\n\n" for value in DEMO_VALUES)
+        own = f"^{first}{second}{node}: {re.escape(given)}$"
+        rules = [_rule(own, f"bad-{node}-{right}")] if faulty else []
+        match = f"(?:^|\n\n){node}: {re.escape(given)}$"  # any other demos: the right reply
     if REPAIR[0] > 0:
         pieces = [r"(?:bad-[A-Z]-)?" + re.escape(piece) for piece in given.split(" ")]
         bad = f"^{node}: (?=.*bad-)" + r"\ ".join(pieces) + "$"
+        if PROMPT_FAULTS[0]:  # the same question after the node's demos
+            bad = f"(?:^|\\n\\n){node}: (?=[^\\n]*bad-)" + r"\ ".join(pieces) + "$"
         rules += [_rule(bad, f"wrong-{node}", round(1 - REPAIR[0], 3)), _rule(bad, right)]
     return [*rules, _rule(match, right)]
 
@@ -137,8 +160,25 @@ def _generate(node: str, inputs: str, prompt: str) -> str:
     return f"""  {node}:
     type: llm.generate
     inputs: {{{inputs}}}
-    config: {{form: completion, prompt: "{prompt}"}}
+    config: {{form: completion, prompt: "{prompt}"DEMOS[{inputs}]}}
 """
+
+
+def _demos(text: str) -> str:
+    """With --faults prompt, each `llm.generate` node gets two demos of its own (their values
+    DEMO_VALUES); without, none. Placeholders `DEMOS[inputs]` in the shapes' YAML are replaced."""
+
+    def demos(found: re.Match[str]) -> str:
+        if not PROMPT_FAULTS[0]:
+            return ""
+        names = [part.split(":")[0].strip() for part in found.group(1).split(",")]
+        listed = ", ".join(
+            "{" + ", ".join(f"{name}: {value}" for name in names) + f", text: {value}-out" + "}"
+            for value in DEMO_VALUES
+        )
+        return f", demos: [{listed}]"
+
+    return re.sub(r"DEMOS\[([^\]]*)\]", demos, text)
 
 
 SHAPE_TABLE: dict[str, Shape] = {
@@ -237,7 +277,7 @@ outputs:
 models:
   default: {{model: scripted/script.yaml, retries: 0}}
 nodes:
-{SHAPE_TABLE[shape].nodes}"""
+{_demos(SHAPE_TABLE[shape].nodes)}"""
 
 
 def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str, str]:
@@ -247,9 +287,10 @@ def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str,
     faults: dict[str, str] = {}
     rules: list[dict[str, Any]] = []
     rows = []
+    culprits = [c for c in spec.culprits if c not in NO_DEMOS] if PROMPT_FAULTS[0] else spec.culprits
     for i in range(examples):
         token = f"t{seed}x{i}"
-        node = spec.culprits[i % len(spec.culprits)]
+        node = culprits[i % len(culprits)]
         faults[token] = node
         rules += spec.rules(token, node, round(rng.uniform(0.3, 0.6), 2))
         rows.append({**spec.inputs(token), "answer": spec.answer(token)})
@@ -264,7 +305,9 @@ def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str,
     return faults
 
 
-async def bench_shape(shape: str, folder: Path, examples: int, seed: int, samples: int) -> dict[str, Any]:
+async def bench_shape(
+    shape: str, folder: Path, examples: int, seed: int, samples: int, kinds: tuple[str, ...] = ("resample",)
+) -> dict[str, Any]:
     """Batch one shape, blame every failing example, score the attribution."""
     faults = write_shape(shape, folder, examples, seed)
     store = SQLiteStore(folder / "store.db")
@@ -272,14 +315,22 @@ async def bench_shape(shape: str, folder: Path, examples: int, seed: int, sample
     result = await run_prepared(prepare_batch(options, store), store)
     failing = lib.failing_of_experiment(store, result.experiment_id)
     start = time.perf_counter()
-    blames = await lib.blame_all(store, failing, lib.BlameOptions(samples=samples))
+    blames = await lib.blame_all(store, failing, lib.BlameOptions(samples=samples, counterfactuals=kinds))
     seconds = time.perf_counter() - start
     top1 = top2 = 0
+    by_kind: dict[str, dict[str, int]] = {}
     for item, blame in zip(failing, blames, strict=True):
         truth = faults[_token(item.record.inputs["x"])]
         ranked = [n.node for n in blame.nodes if n.flips]
         top1 += ranked[:1] == [truth]
         top2 += truth in ranked[:2]
+        for node in blame.nodes:
+            for kind, tally in node.kinds.items():
+                row = by_kind.setdefault(kind, {"samples": 0, "flips": 0, "calls": 0, "culprit_flips": 0})
+                row["samples"] += tally.samples
+                row["flips"] += tally.flips
+                row["calls"] += tally.calls
+                row["culprit_flips"] += tally.flips if node.node == truth else 0
     store.close()
     n = len(blames)
     return {
@@ -289,6 +340,7 @@ async def bench_shape(shape: str, folder: Path, examples: int, seed: int, sample
         "top1": top1,
         "top2": top2,
         "calls": sum(b.calls for b in blames),
+        "kinds": by_kind,
         "seconds": round(seconds, 1),
     }
 
@@ -304,12 +356,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=lib.DEFAULT_SAMPLES, help="Re-samples per node.")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--repair", type=float, default=0.0, help="Share of samples a wrong input is fixed in.")
+    parser.add_argument("--faults", choices=("sampled", "prompt"), default="sampled", help="The kind of fault.")
+    parser.add_argument("--counterfactuals", default="resample", help="Blame's counterfactual kinds, comma-separated.")
     args = parser.parse_args()
     REPAIR[0] = args.repair
+    PROMPT_FAULTS[0] = args.faults == "prompt"
+    kinds = parse_kinds(args.counterfactuals)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):
-            row = asyncio.run(bench_shape(shape, Path(tmp) / shape, args.examples, args.seed, args.samples))
+            row = asyncio.run(bench_shape(shape, Path(tmp) / shape, args.examples, args.seed, args.samples, kinds))
             rows.append(row)
             print(json.dumps(row), flush=True)
     failing = sum(r["failing"] for r in rows)

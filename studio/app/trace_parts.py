@@ -8,6 +8,7 @@ import streamlit as st
 
 from studio.app.canvas import flow_canvas
 from studio.app.widgets import duration, ident, legend, money, show_value
+from studio.evaluate.blame import flipped_by
 from studio.store.base import RunRecord, Store
 from studio.viewer import (
     Failure,
@@ -73,17 +74,21 @@ def blame_box(blamed: dict[str, Any]) -> None:
     with st.container(border=True):
         nodes = blamed.get("nodes") or []
         if not blamed.get("culprit"):
-            st.info(f"Blame found no culprit: no re-sampled node turned the answer right ({blamed['calls']} calls).")
+            st.info(
+                f"Blame found no culprit: no counterfactual node turned the answer right ({blamed['calls']} calls)."
+            )
             return
         top = nodes[0]
+        kind = top.get("best") or "resample"
+        tally = (top.get("kinds") or {}).get(kind) or top
         st.warning(
-            f"Likely culprit: {ident(top['node'])}: re-sampling it made the answer right in "
-            f"{top['flips']} of {top['samples']} re-runs (95% {top['low']:.2f}-{top['high']:.2f})"
+            f"Likely culprit: {ident(top['node'])}: its {kind} counterfactuals made the answer right in "
+            f"{tally['flips']} of {tally['samples']} re-runs (95% {top['low']:.2f}-{top['high']:.2f})"
         )
         st.caption(
             "Counterfactual re-runs (`flowstudio blame`): "
             + ", ".join(f"{ident(n['node'])} {n['flips']}/{n['samples']}" for n in nodes)
-            + f"; {blamed['calls']} calls."
+            + f"; {blamed['calls']} calls. Of {ident(top['node'])}: {flipped_by(top)}."
         )
 
 

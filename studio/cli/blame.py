@@ -23,6 +23,14 @@ from studio.cli.common import db_option, friendly, json_option, open_store, pair
     help="Model calls each failing run may spend on counterfactual re-runs.",
 )
 @click.option("--samples", type=click.IntRange(1), default=4, show_default=True, help="Re-samples per candidate node.")
+@click.option(
+    "--counterfactuals",
+    default="resample,demos,variant",
+    show_default=True,
+    metavar="KINDS",
+    help="Counterfactual versions of a node to try: resample (temperature > 0), demos (other demos, or"
+    " demos from examples that scored 1), variant (the node in the optimizer's chosen flow, when stored).",
+)
 @click.option("--expect", multiple=True, metavar="OUTPUT=VALUE", help="For a RUN in no experiment: the right output.")
 @click.option("--metric", default=None, metavar="NAME", help="With --expect: the metric (default exact).")
 @db_option
@@ -33,6 +41,7 @@ def blame(
     example: int | None,
     budget_calls: int,
     samples: int,
+    counterfactuals: str,
     expect: tuple[str, ...],
     metric: str | None,
     db: str | None,
@@ -40,13 +49,20 @@ def blame(
 ) -> None:
     """Name the node most likely to blame for each failing example of an experiment (or one run).
 
-    Each LLM node upstream of the output is re-sampled (temperature > 0) while everything
-    upstream of it is reused; a node's blame is how often that turns the answer right.
+    Each LLM node upstream of the output is run again in counterfactual versions (re-sampled at
+    temperature > 0, with other demos, as the optimizer's variant) while everything upstream of it
+    is reused; a node's blame is how often its strongest kind turns the answer right, and each
+    kind's flips and calls are reported.
 
     Example: flowstudio blame 3f2a9c1d0b7e4a55 --budget-calls 100
     """
     from studio.evaluate import blame as lib
+    from studio.evaluate.counterfactuals import parse_kinds
 
+    try:
+        kinds = parse_kinds(counterfactuals)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--counterfactuals") from None
     store = open_store(db)
     try:
         if store.get_experiment(target) is not None:
@@ -55,7 +71,7 @@ def blame(
             if example is not None:
                 raise click.BadParameter("--example needs an EXPERIMENT, not a run", param_hint="--example")
             failing = lib.failing_of_run(store, target, expect=pairs(expect, "--expect", True), metric_name=metric)
-        options = lib.BlameOptions(samples=samples, budget_calls=budget_calls)
+        options = lib.BlameOptions(samples=samples, budget_calls=budget_calls, counterfactuals=kinds)
         blames = asyncio.run(lib.blame_all(store, failing, options))
         flow = failing[0].record.flow if failing else ""
         saved = lib.save(store, blames, flow=flow, target=target, options=options)
@@ -79,7 +95,7 @@ def _print(result: dict[str, Any]) -> None:
     if not runs:
         console.print("No failing examples: nothing to blame.")
         return
-    table = Table("example", "run", "culprit", "blame", "interval", "calls")
+    table = Table("example", "run", "culprit", "blame", "interval", "flipped by", "calls")
     for row in culprit_rows(result):
         table.add_row(*("-" if v is None else str(v) for v in row.values()))
     console.print(table)

@@ -1,10 +1,13 @@
 """Blame: which node made a wrong answer wrong, found by counterfactual re-runs.
 
 For a run whose final metric is below 1, each candidate node (a top-level node upstream of the
-outputs that called a model, its sub-flow steps included) is run again with its model calls
-re-sampled (temperature > 0, a new seed), everything upstream reused from the stored run and
-everything downstream run again (served from the LLM cache where the inputs are unchanged). A
-node's blame is the share of those re-runs whose final metric reaches 1, with a Wilson interval.
+outputs that called a model, its sub-flow steps included) is run again in counterfactual versions
+(`studio.evaluate.counterfactuals`: its model calls re-sampled at temperature > 0 with a new seed;
+the node with other demos; the optimizer's variant of the node), everything upstream reused from
+the stored run and everything downstream run again (served from the LLM cache where the inputs are
+unchanged). A node's blame is the share of those re-runs, all kinds together, whose final metric
+reaches 1, with a Wilson interval, taken for the node's strongest kind (the one that fixed the
+answer most often); each kind's samples, flips and calls are kept apart, and the totals too.
 Counterfactual runs go to a scratch store; the LLM cache is the real store's, so repeating a
 blame is free.
 """
@@ -13,10 +16,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from studio.errors import InputError
+from studio.errors import FlowError, InputError, NodeError
+from studio.evaluate import counterfactuals as cf
+from studio.evaluate.counterfactuals import RESAMPLE, Alternative
 from studio.flow.refs import FLOW_INPUTS, refs_in
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.runtime.compiler import Plan, compile_flow
@@ -34,21 +39,73 @@ Score = Callable[[dict[str, Any]], Awaitable[float]]
 
 
 @dataclass
+class KindBlame:
+    """The counterfactuals of one kind tried on one node."""
+
+    samples: int = 0
+    flips: int = 0
+    """Counterfactual runs whose final metric reached 1."""
+    calls: int = 0
+    """Model calls they made (cache hits not counted)."""
+
+    @property
+    def rate(self) -> float:
+        return self.flips / self.samples if self.samples else 0.0
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(flips, samples)."""
+        return self.flips, self.samples
+
+    def as_json(self) -> dict[str, int]:
+        return {"samples": self.samples, "flips": self.flips, "calls": self.calls}
+
+
+@dataclass
 class NodeBlame:
-    """How often re-sampling one node turned the wrong answer right."""
+    """How often a counterfactual version of one node turned the wrong answer right."""
 
     node: str
     samples: int = 0
     flips: int = 0
     calls: int = 0
     """Model calls the counterfactual runs of this node made (cache hits not counted)."""
+    kinds: dict[str, KindBlame] = field(default_factory=dict)
+    """Counterfactual kind → its share of the samples, flips and calls."""
+    pending: list[Alternative] = field(default_factory=list, repr=False)
+    """The node's `demos` and `variant` counterfactuals not tried yet."""
+
+    def count(self, kind: str, flipped: bool, calls: int) -> None:
+        """Record one counterfactual of `kind`."""
+        tally = self.kinds.setdefault(kind, KindBlame())
+        for item in (self, tally):
+            item.samples += 1
+            item.flips += flipped
+            item.calls += calls
+
+    @property
+    def flipped_by(self) -> list[str]:
+        """The kinds whose counterfactuals turned the answer right at least once."""
+        return [kind for kind, tally in self.kinds.items() if tally.flips]
+
+    @property
+    def best(self) -> str | None:
+        """The kind whose counterfactuals fixed the answer most often (then by its interval's lower
+        end): each kind is another intervention, so a node is blamed by its strongest one rather
+        than by a rate diluted with kinds that cannot fix it (re-sampling a fault bound to the
+        prompt)."""
+        if not self.kinds:
+            return None
+        return max(self.kinds, key=lambda kind: (self.kinds[kind].rate, wilson(*self.kinds[kind].counts)[0]))
 
     @property
     def score(self) -> float:
-        return self.flips / self.samples if self.samples else 0.0
+        """The flip rate of the node's strongest kind."""
+        return self.kinds[self.best].rate if self.best else 0.0
 
     def interval(self) -> tuple[float, float]:
-        return wilson(self.flips, self.samples)
+        """The Wilson interval of that rate."""
+        return wilson(*self.kinds[self.best].counts) if self.best else wilson(0, 0)
 
     def as_json(self) -> dict[str, Any]:
         low, high = self.interval()
@@ -57,9 +114,12 @@ class NodeBlame:
             "score": round(self.score, 4),
             "low": round(low, 4),
             "high": round(high, 4),
+            "best": self.best,
             "flips": self.flips,
             "samples": self.samples,
             "calls": self.calls,
+            "flipped_by": self.flipped_by,
+            "kinds": {kind: tally.as_json() for kind, tally in self.kinds.items()},
         }
 
 
@@ -75,7 +135,7 @@ class RunBlame:
 
     @property
     def culprit(self) -> str | None:
-        """The most blamed node, when re-sampling some node ever fixed the answer."""
+        """The most blamed node, when some counterfactual of some node ever fixed the answer."""
         return self.nodes[0].node if self.nodes and self.nodes[0].flips else None
 
     def as_json(self) -> dict[str, Any]:
@@ -99,6 +159,9 @@ class BlameOptions:
     """Model calls one failing run may spend; candidates are sampled in turn until it is spent."""
     temperature: float = TEMPERATURE
     """Sampling temperature of the re-sampled node."""
+    counterfactuals: tuple[str, ...] = (RESAMPLE,)
+    """The kinds tried (`resample`, `demos`, `variant`); the CLI asks for all three. `demos` and
+    `variant` give at most `samples` and one counterfactual a node, where they apply at all."""
 
 
 def wilson(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -165,9 +228,17 @@ class _Scratch(MemoryStore):
 
 
 async def counterfactual(
-    store: Store, plan: Plan, record: RunRecord, node: str, seed: int, temperature: float = TEMPERATURE
+    store: Store,
+    plan: Plan,
+    record: RunRecord,
+    node: str,
+    seed: int,
+    temperature: float = TEMPERATURE,
+    *,
+    resample: bool = True,
 ) -> tuple[dict[str, Any] | None, int]:
-    """Re-run `record` from `node` with that node re-sampled; returns (outputs or None, calls)."""
+    """Re-run `record` from `node` with that node re-sampled (or, with `resample` False, as `plan`
+    has it, at its own settings); returns (outputs or None, calls)."""
     again = plan.downstream(node)
     last = {s.node: s for s in store.steps(record.run_id)}
     reused: dict[str, StepRecord] = {
@@ -178,16 +249,23 @@ async def counterfactual(
     scratch = _Scratch(store)
     options = RunOptions.from_json(record.options)
     options.cache = True
-    with sampling({node: Sample(temperature, seed)}):
+    with sampling({node: Sample(temperature, seed)} if resample else {}):
         result = await Engine(scratch).run(plan, record.inputs, options=options, finished=reused)
     calls = sum(1 for c in scratch.calls(result.run_id) if not c.cache_hit)
     return (result.outputs if result.status == "succeeded" else None), calls
 
 
 async def blame_run(
-    store: Store, record: RunRecord, score: Score, options: BlameOptions | None = None, *, plan: Plan | None = None
+    store: Store,
+    record: RunRecord,
+    score: Score,
+    options: BlameOptions | None = None,
+    *,
+    plan: Plan | None = None,
+    good_runs: list[str] | None = None,
 ) -> RunBlame:
-    """Blame each candidate node of one run (whose score is below 1) by counterfactual re-runs."""
+    """Blame each candidate node of one run (whose score is below 1) by counterfactual re-runs;
+    `good_runs` (runs of other examples that scored 1) give demos to nodes that have none."""
     options = options or BlameOptions()
     plan = plan or run_plan(store, record)
     base = await score(record.outputs or {}) if record.status == "succeeded" else 0.0
@@ -195,6 +273,19 @@ async def blame_run(
     blame = RunBlame(record.run_id, base, nodes)
     if base >= 1 or not nodes:
         return blame
+    good = [r for r in good_runs or [] if r != record.run_id]
+    given = {s.node: s.inputs for s in store.steps(record.run_id)}
+    for node in nodes:
+        node.pending = cf.alternatives(
+            store,
+            plan,
+            node.node,
+            options.counterfactuals,
+            good_runs=good,
+            flow_hash=record.flow_hash,
+            limit=options.samples,
+            given=given.get(node.node),
+        )
     seed = 0
     while seed < options.samples * (1 if any(n.flips for n in nodes) or seed < options.samples else 2):
         seed += 1  # every node in turn; twice as many rounds when nothing flipped yet
@@ -218,17 +309,34 @@ async def _sample(
     nodes: list[NodeBlame],
     seed: int,
 ) -> bool:
-    """One counterfactual of each of `nodes`; False once the budget is spent."""
+    """One counterfactual of each kind of each of `nodes` (a re-sample, the next demos or variant
+    config while any is left); False once the budget is spent."""
     for node in nodes:
-        if blame.calls >= options.budget_calls:
-            return False
-        outputs, calls = await counterfactual(store, plan, record, node.node, seed, options.temperature)
-        node.samples += 1
-        node.calls += calls
-        blame.calls += calls
-        if outputs is not None and await score(outputs) >= 1:
-            node.flips += 1
+        if RESAMPLE in options.counterfactuals:
+            if blame.calls >= options.budget_calls:
+                return False
+            outputs, calls = await counterfactual(store, plan, record, node.node, seed, options.temperature)
+            await _count(blame, node, RESAMPLE, outputs, calls, score)
+        if node.pending:
+            if blame.calls >= options.budget_calls:
+                return False
+            alternative = node.pending.pop(0)
+            models = RunOptions.from_json(record.options).models
+            try:
+                changed = cf.with_config(plan, node.node, alternative.config, models)
+            except (FlowError, NodeError):
+                continue  # the node does not accept this config: no counterfactual
+            outputs, calls = await counterfactual(store, changed, record, node.node, seed, resample=False)
+            await _count(blame, node, alternative.kind, outputs, calls, score)
     return blame.calls < options.budget_calls
+
+
+async def _count(
+    blame: RunBlame, node: NodeBlame, kind: str, outputs: dict[str, Any] | None, calls: int, score: Score
+) -> None:
+    flipped = outputs is not None and await score(outputs) >= 1
+    node.count(kind, flipped, calls)
+    blame.calls += calls
 
 
 def _undecided(nodes: list[NodeBlame]) -> bool:
@@ -248,7 +356,12 @@ def save(store: Store, blames: list[RunBlame], *, flow: str, target: str, option
     """Record a blame as an experiment of kind `blame` (summary: per-run blame, node totals);
     returns its id."""
     experiment_id = new_id()
-    config = {"target": target, "samples": options.samples, "budget_calls": options.budget_calls}
+    config = {
+        "target": target,
+        "samples": options.samples,
+        "budget_calls": options.budget_calls,
+        "counterfactuals": list(options.counterfactuals),
+    }
     store.create_experiment(ExperimentRecord(experiment_id=experiment_id, kind=KIND, flow=flow, config=config))
     store.finish_experiment(experiment_id, summary(blames, target))
     return experiment_id
@@ -286,6 +399,8 @@ class Failing:
     record: RunRecord
     score: Score
     example: int | None = None
+    good_runs: list[str] = field(default_factory=list)
+    """Runs of the same experiment that scored 1: where `demos` counterfactuals take demos from."""
 
 
 def failing_of_experiment(store: Store, experiment_id: str, example: int | None = None) -> list[Failing]:
@@ -300,6 +415,7 @@ def failing_of_experiment(store: Store, experiment_id: str, example: int | None 
     if metric is None:
         raise InputError(f"experiment {experiment_id} has no metric; blame needs one", field="EXPERIMENT")
     scores = (experiment.summary or {}).get("scores") or {}
+    good = [run_id for run_id, value in scores.items() if value is not None and value >= 1]
     found: list[Failing] = []
     for index, record in sorted(finished_runs(store, experiment_id, dataset.examples).items()):
         if example is not None and index != example:
@@ -308,7 +424,7 @@ def failing_of_experiment(store: Store, experiment_id: str, example: int | None 
         score = _scorer(metric, row)
         value = scores.get(record.run_id)
         if value is None or value < 1:
-            found.append(Failing(record, score, index))
+            found.append(Failing(record, score, index, good))
     if example is not None and not found and example not in {f.example for f in found}:
         count = len(dataset.examples)
         if not 0 <= example < count:
@@ -361,7 +477,7 @@ async def blame_all(store: Store, failing: list[Failing], options: BlameOptions 
         key = item.record.flow_hash + repr(sorted(item.record.options.get("models", {}).items()))
         if key not in plans:
             plans[key] = run_plan(store, item.record)
-        blame = await blame_run(store, item.record, item.score, options, plan=plans[key])
+        blame = await blame_run(store, item.record, item.score, options, plan=plans[key], good_runs=item.good_runs)
         blame.example = item.example
         blames.append(blame)
     return blames
@@ -383,14 +499,32 @@ def culprit_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for run in (summary.get("runs") or {}).values():
         top = run["nodes"][0] if run["nodes"] else None
+        strongest = (top.get("kinds") or {}).get(top.get("best") or "") if top else None
         rows.append(
             {
                 "example": run["example"],
                 "run": run["run_id"],
                 "culprit": run["culprit"] or "(none found)",
-                "blame": f"{top['flips']}/{top['samples']}" if top else "-",
+                "blame": _rate(top, strongest) if top else "-",
                 "interval": f"{top['low']:.2f}-{top['high']:.2f}" if top else "-",
+                "flipped by": flipped_by(top) if top else "-",
                 "calls": run["calls"],
             }
         )
     return rows
+
+
+def flipped_by(node: dict[str, Any]) -> str:
+    """`demos 2/3 (5 calls), resample 0/8 (8 calls)`: each kind tried on a blamed node (as stored)."""
+    tried = node.get("kinds") or {}
+    if not tried:  # a blame stored before kinds were recorded: re-sampling only
+        return f"resample {node['flips']}/{node['samples']} ({node['calls']} calls)"
+    return ", ".join(f"{kind} {t['flips']}/{t['samples']} ({t['calls']} calls)" for kind, t in tried.items())
+
+
+def _rate(node: dict[str, Any], strongest: dict[str, Any] | None) -> str:
+    """`3/3 demos`: the flips and samples of the node's strongest kind (its totals when stored
+    before kinds were recorded)."""
+    if strongest is None:
+        return f"{node['flips']}/{node['samples']}"
+    return f"{strongest['flips']}/{strongest['samples']} {node['best']}"
