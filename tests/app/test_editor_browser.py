@@ -104,15 +104,17 @@ def test_build_a_three_node_flow_by_clicks_and_drags(page: Any, folder: Path, cl
     assert (folder / f"{name}.layout.yaml").exists()
 
 
-CLICK_THEN_LOOK = """() => new Promise((resolve) => {
+CLICK_THEN_LOOK = """async () => {
   document.querySelector('[data-testid="palette-item-text.template"]').click();
-  requestAnimationFrame(() => resolve([
+  await Promise.resolve();
+  return [
     document.querySelector('[data-testid="node-template"]') !== null,
     document.querySelector('[data-testid="canvas-root"]').getAttribute("data-unconfirmed"),
-  ]));
-})"""
-"""Click a palette entry inside the canvas frame; at the next animation frame (far sooner than a
-Streamlit rerun can answer), is the node's card there, and how many edits wait for Python?"""
+  ];
+}"""
+"""Click a palette entry inside the canvas frame and look once React has run the click's update (a
+microtask later): is the node's card there, and how many edits wait for Python? Python's answer
+comes as a message task, so it cannot land before this look."""
 
 
 def test_a_palette_click_draws_the_node_before_python_answers(page: Any, folder: Path) -> None:
