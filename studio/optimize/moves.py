@@ -1,6 +1,6 @@
 """The moves a round of search tries: each one edits the current best flow in one way.
 
-Per tunable node: demos (how many, which, in what order; bootstrapped or labelled), instructions
+Per tunable node: demos (how many, which, in what order; bootstrapped, labelled or searched), instructions
 (the rewrite library and the proposer's), the output format (label list, stop sequence), the
 prompt form (chat or completion), the strategy, and the model alias; per model alias, its
 temperature; for the graph, adding or removing a node (see `topology`). Moves of different kinds
@@ -83,6 +83,34 @@ def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
     return moves
 
 
+SEARCHED_SIZES = ((2, 2), (4, 1))
+"""Searched demo sets raced per group: (demos, draws); several 2-demo draws, as DSPy's random search
+scores several demo sets."""
+
+
+def searched_moves(
+    group: Sequence[str], pools: Sequence[Sequence[Mapping[str, Any]]], rng: random.Random
+) -> list[Move]:
+    """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
+    node of a sibling group at once, from the same train examples, so a joint answer (two factors
+    of a product) is shown whole. `pools` holds one pool per way of resolving ambiguous examples."""
+    moves = []
+    joint = "+".join(group)
+    for size, draws in SEARCHED_SIZES:
+        for number, pool in enumerate(pools):
+            if not pool or (size > len(pool) and size != SEARCHED_SIZES[0][0]):
+                continue
+            for draw in range(draws if len(pool) > size else 1):
+                chosen = rng.sample(list(pool), min(size, len(pool)))
+                edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in group}
+                other = " (other order)" if number else ""
+                again = f" (draw {draw + 1})" if draw else ""
+                description = f"{len(chosen)} searched demos{other}{again}"
+                node = group[0] if len(group) == 1 else None
+                moves.append(Move("demos", node, description if node else f"{joint}: {description}", edits))
+    return moves
+
+
 def rewrite_moves(nm: NodeMoves) -> list[Move]:
     node = nm.node.id
     moves = []
@@ -144,10 +172,13 @@ def round_moves(
     rng: random.Random,
     *,
     topology: Sequence[Move] = (),
+    searched: Sequence[Move] = (),
 ) -> list[Move]:
     """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
-    graph's add and remove moves (`topology.topology_moves`)."""
+    graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
+    (`searched_moves`), raced before the other demo moves."""
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
+    by_kind["demos"].extend(searched)
     for nm in nodes:
         for move in [
             *demo_moves(nm, rng),
