@@ -32,6 +32,7 @@ class Move:
 
     kind: str
     node: str | None
+    """The node it changes (`a+b` for a joint move on sibling nodes); None: a model alias or the graph."""
     description: str
     edits: Mapping[Path, Any]
 
@@ -93,7 +94,8 @@ def searched_moves(
 ) -> list[Move]:
     """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
     node of a sibling group at once, from the same train examples, so a joint answer (two factors
-    of a product) is shown whole. `pools` holds one pool per way of resolving ambiguous examples."""
+    of a product) is shown whole; the move's node is the group's ids joined by `+`. `pools` holds
+    one pool per way of resolving ambiguous examples."""
     moves = []
     joint = "+".join(group)
     for size, draws in SEARCHED_SIZES:
@@ -106,8 +108,7 @@ def searched_moves(
                 other = " (other order)" if number else ""
                 again = f" (draw {draw + 1})" if draw else ""
                 description = f"{len(chosen)} searched demos{other}{again}"
-                node = group[0] if len(group) == 1 else None
-                moves.append(Move("demos", node, description if node else f"{joint}: {description}", edits))
+                moves.append(Move("demos", joint, description, edits))
     return moves
 
 
