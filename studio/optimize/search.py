@@ -269,6 +269,8 @@ class Search:
         re-runs, a tenth of the remaining budget at most) so moves aim first at the likely culprits."""
         if len(tunable_nodes(self.flow)) < 2 or not self.failing:
             return
+        if self.searched is not None and len(self.searched.found) == len(self.searched.groups):
+            return  # every inner node has searched demos, raced first: the budget goes to the race
         remaining = self.meter.remaining
         share = BLAME_CALLS if remaining is None else min(BLAME_CALLS, remaining // 10)
         runs = self.failing[:BLAME_RUNS]

@@ -9,7 +9,7 @@ and score the final outputs. A value that makes the metric right becomes a demo 
 its stored inputs and that value, beside the bootstrapped and labelled ones.
 
 Candidate values are cheap: the node's current output, and spans of its own text inputs (quoted
-passages, numbers, clauses, sentences, the whole input). Downstream nodes that call no model
+passages, numbers, clauses, sentences; never a whole input, which would make the node a no-op). Downstream nodes that call no model
 (templates, tools) make the re-runs free; every model call they do make is counted by the
 optimizer's meter, and the search stops at its share of the budget. Sibling nodes that feed the
 same output (none downstream of another) are searched jointly, over the product of their
@@ -121,12 +121,15 @@ def spans(text: str) -> list[str]:
 
 
 def values(step: StepRecord, port: str) -> list[str]:
-    """Candidate answers of a node in one run: its current output, then spans of its text inputs."""
+    """Candidate answers of a node in one run: its current output, then spans of its text inputs,
+    never a whole input (a node that only passes its input on teaches nothing: removing it is
+    the topology move's business)."""
     current = str((step.outputs or {}).get(port) or "").strip()
     found = [current] if current else []
+    whole = {value.strip() for value in (step.inputs or {}).values() if isinstance(value, str)}
     for value in (step.inputs or {}).values():
         if isinstance(value, str):
-            found += [span for span in spans(value) if span not in found]
+            found += [span for span in spans(value) if span not in found and span not in whole]
     return found[:MAX_VALUES]
 
 
