@@ -221,6 +221,10 @@ class DemoSearch:
             if await self._right(group, assignment, inputs, options, steps, score):
                 right.append(assignment)
         right.sort(key=lambda a: [_position(v, steps[n]) for n, v in zip(group, a, strict=True)])
+        distinct: dict[tuple[tuple[str, ...], ...], tuple[str, ...]] = {}
+        for assignment in right:
+            distinct.setdefault(_words(assignment), assignment)  # `"x."` and `x.` are one answer
+        right = list(distinct.values())
         demos = []
         for assignment in right:
             made = {
@@ -255,6 +259,11 @@ class DemoSearch:
         self.result.reruns += 1
         result = await Engine(_Scratch(self.store)).run(self.plan, inputs, options=run_options, finished=finished)
         return result.status == "succeeded" and await score(result.outputs or {}) >= 1 - 1e-9
+
+
+def _words(assignment: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """An assignment's words, lowercased: spans that differ only in quotes or punctuation are one answer."""
+    return tuple(tuple(WORD.findall(value.lower())) for value in assignment)
 
 
 def _position(value: str, step: StepRecord) -> int:

@@ -156,3 +156,25 @@ def test_sibling_groups_keep_a_node_and_its_downstream_apart(make_task: MakeTask
     plan = compile_flow(load_flow(task.flow), {})
     assert groups(plan, ["quantity", "price"]) == [("quantity", "price")]
     assert groups(plan, ["quantity", "expression"]) == [("quantity",), ("expression",)]
+
+
+PUNCTUATED_RULES = r"""      - {match: "^Key: \"?good\\.\"?\\nLabel:$", reply: positive}
+      - {match: "^Key: \"?bad\\.\"?\\nLabel:$", reply: negative}
+      - {reply: unsure}"""
+"""`answer` labels the word with its full stop, quoted or not; `extract` never learns."""
+
+
+async def test_spans_that_differ_only_in_quotes_are_one_answer(make_task: MakeTask) -> None:
+    task = make_task(PUNCTUATED_RULES)
+    task.flow.write_text(TWO_NODES.format(rules=PUNCTUATED_RULES), encoding="utf-8")
+    punctuated = [
+        {**row, "text": row["text"].replace(' was "', ' was: "').replace('", they', '.", they')} for row in notes(12, 0)
+    ]
+    write_jsonl(task.train, punctuated)
+    write_jsonl(task.dev, notes(16, 1))
+    _, optimization = await optimize(task, 120, proposer="none")
+    assert optimization.search is not None and optimization.search.searched is not None
+    searched = optimization.search.searched
+    found = searched.found[("extract",)]
+    assert found and all(len(f.choices) == 1 for f in found)  # `good.` and `"good."` were both right: one answer
+    assert {f.choices[0]["extract"]["text"] for f in found} <= {"\"good.\"", "\"bad.\""}  # the earliest span
