@@ -177,4 +177,4 @@ async def test_spans_that_differ_only_in_quotes_are_one_answer(make_task: MakeTa
     searched = optimization.search.searched
     found = searched.found[("extract",)]
     assert found and all(len(f.choices) == 1 for f in found)  # `good.` and `"good."` were both right: one answer
-    assert {f.choices[0]["extract"]["text"] for f in found} <= {"\"good.\"", "\"bad.\""}  # the earliest span
+    assert {f.choices[0]["extract"]["text"] for f in found} <= {'"good."', '"bad."'}  # the earliest span
