@@ -17,10 +17,12 @@ candidate sets (capped).
 
 Tie-break, when several assignments make the answer right: the one closest to what the nodes
 wrote (word overlap with their current outputs: the smallest correction of the model's own
-attempt), then the fewest words (a demo shows no more than the answer needs). Assignments still
-tied are alternatives the metric cannot tell apart (e.g. two factors of a product); they are
-kept in input order (earliest span first, nodes in flow order), and the search races a pool
-resolved each way (`alternative`), so dev decides between them rather than a rule.
+attempt), then the fewest words (a demo shows no more than the answer needs); at most
+`MAX_TRIES` re-runs that call a model per run, since further down the ranking a value is mostly
+right by chance. Assignments still tied are alternatives the metric cannot tell apart (e.g. two
+factors of a product); they are kept in input order (earliest span first, nodes in flow order),
+and the search races a pool resolved each way (`alternative`), so dev decides between them
+rather than a rule.
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ MAX_VALUES = 10
 """Candidate values per node and run."""
 MAX_ASSIGNMENTS = 40
 """Joint assignments tried per group and run (the product of the nodes' candidates is cut to this)."""
+MAX_TRIES = 3
+"""Re-runs that call a model tried per group and run: fishing further down the ranking mostly finds
+values right by chance (a two-label classifier is right half the time whatever it reads)."""
 MAX_WORDS = 60
 """Longer spans are not offered (a demo is an answer, not a document)."""
 WORD = re.compile(r"\w+")
@@ -211,15 +216,18 @@ class DemoSearch:
             return -closeness, sum(len(WORD.findall(v)) for v in assignment)
 
         right: list[tuple[str, ...]] = []
+        costly = 0
         for assignment in sorted(tried, key=lambda a: (rank(a), order[a])):
             if right and rank(assignment) != rank(right[0]):
                 break  # every assignment the tie-break prefers has been tried
-            if self.spent:
+            if self.spent or costly >= MAX_TRIES:
                 break
             if all(v == current[n] for n, v in zip(group, assignment, strict=True)):
                 continue  # the run as it was: wrong
+            before = self.meter.calls
             if await self._right(group, assignment, inputs, options, steps, score):
                 right.append(assignment)
+            costly += self.meter.calls > before
         right.sort(key=lambda a: [_position(v, steps[n]) for n, v in zip(group, a, strict=True)])
         distinct: dict[tuple[tuple[str, ...], ...], tuple[str, ...]] = {}
         for assignment in right:
