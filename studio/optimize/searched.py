@@ -15,6 +15,10 @@ optimizer's meter, and the search stops at its share of the budget. Sibling node
 same output (none downstream of another) are searched jointly, over the product of their
 candidate sets (capped).
 
+A control comes first: the run re-run with the group's outputs empty. When that is right too (a
+two-label classifier that says `positive` to anything, on an example labelled positive), a right
+value would prove nothing, and the run gives no demo.
+
 Tie-break, when several assignments make the answer right: the one closest to what the nodes
 wrote (word overlap with their current outputs: the smallest correction of the model's own
 attempt), then the fewest words (a demo shows no more than the answer needs); at most
@@ -49,6 +53,8 @@ MAX_ASSIGNMENTS = 40
 MAX_TRIES = 3
 """Re-runs that call a model tried per group and run: fishing further down the ranking mostly finds
 values right by chance (a two-label classifier is right half the time whatever it reads)."""
+NULL = ""
+"""The control value: a run the downstream gets right with the group's outputs empty is no evidence."""
 MAX_WORDS = 60
 """Longer spans are not offered (a demo is an answer, not a document)."""
 WORD = re.compile(r"\w+")
@@ -77,6 +83,8 @@ class Searched:
     """Failing runs searched."""
     reruns: int = 0
     """Downstream re-runs made."""
+    uninformative: int = 0
+    """Runs skipped because the downstream got them right with the group's outputs empty."""
     calls: int = 0
     """Model calls those re-runs made (cache hits not counted)."""
 
@@ -208,6 +216,10 @@ class DemoSearch:
             return []
         ports = {n: self.nodes[n].port for n in group}
         current = {n: str((steps[n].outputs or {}).get(ports[n]) or "") for n in group}
+        control = tuple(NULL for _ in group)
+        if await self._right(group, control, inputs, options, steps, score):
+            self.result.uninformative += 1
+            return []  # right whatever the group says: a right value would prove nothing
         tried = list(_capped([values(steps[n], ports[n]) for n in group]))
         order = {a: i for i, a in enumerate(tried)}
 

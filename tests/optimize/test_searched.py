@@ -178,3 +178,23 @@ async def test_spans_that_differ_only_in_quotes_are_one_answer(make_task: MakeTa
     found = searched.found[("extract",)]
     assert found and all(len(f.choices) == 1 for f in found)  # `good.` and `"good."` were both right: one answer
     assert {f.choices[0]["extract"]["text"] for f in found} <= {'"good."', '"bad."'}  # the earliest span
+
+
+BIASED_RULES = r"""      - {match: "^Key: bad\\nLabel:$", reply: negative}
+      - {match: "^Key: [^\\n]*\\nLabel:$", reply: positive}
+      - {reply: bad}"""
+"""`extract` always writes `bad`; `answer` says positive to anything else, an empty key too."""
+
+
+async def test_a_run_the_downstream_gets_right_with_an_empty_value_gives_no_demo(make_task: MakeTask) -> None:
+    task = make_task(BIASED_RULES)
+    task.flow.write_text(TWO_NODES.format(rules=BIASED_RULES), encoding="utf-8")
+    write_jsonl(task.train, notes(12, 0))
+    write_jsonl(task.dev, notes(16, 1))
+    _, optimization = await optimize(task, 200, proposer="none")
+    search = optimization.search
+    assert search is not None and search.searched is not None
+    searched = search.searched
+    assert search.failing and searched.runs == len(search.failing)  # the positive notes
+    assert searched.uninformative == searched.runs  # `good` would flip them, but so does an empty key
+    assert not searched.found
