@@ -84,6 +84,8 @@ def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
     return moves
 
 
+SEARCHED_FIRST = 2
+"""Searched demo moves placed before every other move of a round."""
 SEARCHED_SIZES = ((2, 2), (4, 1))
 """Searched demo sets raced per group: (demos, draws); several 2-demo draws, as DSPy's random search
 scores several demo sets."""
@@ -95,7 +97,8 @@ def searched_moves(
     """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
     node of a sibling group at once, from the same train examples, so a joint answer (two factors
     of a product) is shown whole; the move's node is the group's ids joined by `+`. `pools` holds
-    one pool per way of resolving ambiguous examples."""
+    one pool per way of resolving ambiguous examples. Each draw is raced with the demos the same
+    right re-runs give the tunable nodes downstream ("and downstream"), then without them."""
     moves = []
     joint = "+".join(group)
     for size, draws in SEARCHED_SIZES:
@@ -104,11 +107,16 @@ def searched_moves(
                 continue
             for draw in range(draws if len(pool) > size else 1):
                 chosen = rng.sample(list(pool), min(size, len(pool)))
-                edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in group}
                 other = " (other order)" if number else ""
                 again = f" (draw {draw + 1})" if draw else ""
                 description = f"{len(chosen)} searched demos{other}{again}"
-                moves.append(Move("demos", joint, description, edits))
+                below = sorted({node for demos in chosen for node in demos} - set(group))
+                for nodes, more in (([*group, *below], " (and downstream)"), (list(group), "")):
+                    if more and not below:
+                        continue
+                    full = [node for node in nodes if all(node in demos for demos in chosen)]
+                    edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in full}
+                    moves.append(Move("demos", joint, description + more, edits))
     return moves
 
 
@@ -177,9 +185,11 @@ def round_moves(
 ) -> list[Move]:
     """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
     graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
-    (`searched_moves`), raced before the other demo moves."""
+    (`searched_moves`): the first `SEARCHED_FIRST` of them lead the round (the only moves built
+    from fixes confirmed on failing runs), the rest lead the demo moves."""
+    first = list(searched[:SEARCHED_FIRST])
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
-    by_kind["demos"].extend(searched)
+    by_kind["demos"].extend(searched[SEARCHED_FIRST:])
     for nm in nodes:
         for move in [
             *demo_moves(nm, rng),
@@ -194,4 +204,4 @@ def round_moves(
         by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
     by_kind["topology"].extend(topology)
     interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
-    return [move for group in interleaved for move in group if move is not None]
+    return [*first, *(move for group in interleaved for move in group if move is not None)]

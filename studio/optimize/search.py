@@ -305,7 +305,12 @@ class Search:
             "search demos", message=f"searching {len(self.failing)} failing runs for demos of {', '.join(nodes)}"
         )
         assert self.best.plan is not None
-        search = DemoSearch(self.evaluator.store, self.best.plan, nodes, self.meter, share)
+        below = {
+            node.id: node
+            for node in tunable_nodes(self.flow)
+            if node.id not in nodes and demo_pools.expressible(node) and not self._writes_expressions(node.id)
+        }
+        search = DemoSearch(self.evaluator.store, self.best.plan, nodes, self.meter, share, below)
         self.searched = await search.run(self.failing, lambda e: _scorer(self.evaluator.metric, e))
         found = {"+".join(g): len(f) for g, f in self.searched.found.items()}
         self._emit("search demos", message=f"searched demos found: {found or 'none'} ({self.searched.calls} calls)")

@@ -6,7 +6,9 @@ failing train run says which answers of that node would have made the run right:
 node's stored output with a candidate value, re-run the nodes downstream of it from the stored
 run (upstream reused, the LLM cache shared: `studio.evaluate.blame`'s counterfactual machinery)
 and score the final outputs. A value that makes the metric right becomes a demo of the node:
-its stored inputs and that value, beside the bootstrapped and labelled ones.
+its stored inputs and that value, beside the bootstrapped and labelled ones. The right re-run is a
+whole trace that scored, so it gives the tunable nodes downstream demos too (DSPy's bootstrap
+rule, applied to the counterfactual trace).
 
 Candidate values are cheap: the node's current output, and spans of its own text inputs (quoted
 passages, numbers, clauses, sentences; never a whole input, which would make the node a no-op). Downstream nodes that call no model
@@ -70,7 +72,8 @@ class Found:
 
     example: Example
     choices: list[dict[str, dict[str, Any]]]
-    """Alternatives the tie-break could not separate, in input order; each: node id → demo."""
+    """Alternatives the tie-break could not separate, in input order; each: node id → demo (the
+    group's nodes, and the tunable nodes downstream as they ran in the right re-run)."""
 
 
 @dataclass
@@ -173,8 +176,18 @@ def _size(lists: list[list[str]]) -> int:
 class DemoSearch:
     """Searches failing train runs for answers of inner nodes that make the final output right."""
 
-    def __init__(self, store: Store, plan: Plan, nodes: dict[str, TunableNode], meter: Meter, share: int) -> None:
+    def __init__(
+        self,
+        store: Store,
+        plan: Plan,
+        nodes: dict[str, TunableNode],
+        meter: Meter,
+        share: int,
+        downstream: dict[str, TunableNode] | None = None,
+    ) -> None:
         self.store, self.plan, self.nodes, self.meter = store, plan, nodes, meter
+        self.downstream = downstream or {}
+        """Other tunable nodes whose demos a right re-run also gives (their inputs and answers in it)."""
         self.share = share
         """Model calls the search may spend at most."""
         self.start = meter.calls
@@ -217,7 +230,7 @@ class DemoSearch:
         ports = {n: self.nodes[n].port for n in group}
         current = {n: str((steps[n].outputs or {}).get(ports[n]) or "") for n in group}
         control = tuple(NULL for _ in group)
-        if await self._right(group, control, inputs, options, steps, score):
+        if await self._right(group, control, inputs, options, steps, score) is not None:
             self.result.uninformative += 1
             return []  # right whatever the group says: a right value would prove nothing
         tried = list(_capped([values(steps[n], ports[n]) for n in group]))
@@ -228,6 +241,7 @@ class DemoSearch:
             return -closeness, sum(len(WORD.findall(v)) for v in assignment)
 
         right: list[tuple[str, ...]] = []
+        after: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
         costly = 0
         for assignment in sorted(tried, key=lambda a: (rank(a), order[a])):
             if right and rank(assignment) != rank(right[0]):
@@ -237,8 +251,10 @@ class DemoSearch:
             if all(v == current[n] for n, v in zip(group, assignment, strict=True)):
                 continue  # the run as it was: wrong
             before = self.meter.calls
-            if await self._right(group, assignment, inputs, options, steps, score):
+            found = await self._right(group, assignment, inputs, options, steps, score)
+            if found is not None:
                 right.append(assignment)
+                after[assignment] = found
             costly += self.meter.calls > before
         right.sort(key=lambda a: [_position(v, steps[n]) for n, v in zip(group, a, strict=True)])
         distinct: dict[tuple[tuple[str, ...], ...], tuple[str, ...]] = {}
@@ -251,7 +267,7 @@ class DemoSearch:
                 n: _demo(self.nodes[n], dict(steps[n].inputs or {}), v) for n, v in zip(group, assignment, strict=True)
             }
             if all(well_formed(d) for d in made.values()):
-                demos.append(made)
+                demos.append({**made, **after[assignment]})
         return demos
 
     async def _right(
@@ -262,8 +278,9 @@ class DemoSearch:
         options: dict[str, Any],
         steps: dict[str, StepRecord],
         score: Score,
-    ) -> bool:
-        """Re-run downstream of the group with its outputs replaced; whether the final metric is 1."""
+    ) -> dict[str, dict[str, Any]] | None:
+        """Re-run downstream of the group with its outputs replaced; None unless the final metric is 1,
+        else the demos the re-run gives the tunable nodes downstream (node id → demo)."""
         again = set().union(*(self.plan.downstream(n) for n in group))
         finished = {
             path: step
@@ -277,8 +294,18 @@ class DemoSearch:
         run_options = RunOptions.from_json(options)
         run_options.cache = True
         self.result.reruns += 1
-        result = await Engine(_Scratch(self.store)).run(self.plan, inputs, options=run_options, finished=finished)
-        return result.status == "succeeded" and await score(result.outputs or {}) >= 1 - 1e-9
+        scratch = _Scratch(self.store)
+        result = await Engine(scratch).run(self.plan, inputs, options=run_options, finished=finished)
+        if result.status != "succeeded" or await score(result.outputs or {}) < 1 - 1e-9:
+            return None
+        demos = {}
+        for step in scratch.steps(result.run_id):
+            tunable = self.downstream.get(step.node)
+            if tunable is not None and step.node in again and step.status == "succeeded" and step.outputs:
+                demo = _demo(tunable, dict(step.inputs or {}), step.outputs.get(tunable.port, ""))
+                if well_formed(demo):
+                    demos[step.node] = demo
+        return demos
 
 
 def _words(assignment: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:

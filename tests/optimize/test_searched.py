@@ -76,6 +76,12 @@ async def test_only_searched_demos_for_the_inner_node_fix_the_answer(make_task: 
     assert search is not None and search.searched is not None
     assert search.searched.groups == [("extract",)]  # `answer` is downstream of it: not a sibling
     assert search.searched.calls > 0  # the re-runs of `answer` are model calls, counted
+    right = [f.choices[0] for f in search.searched.found[("extract",)]]
+    assert right and all(
+        c["answer"]["text"] == {"good": "positive", "bad": "negative"}[c["extract"]["text"]] for c in right
+    )
+    raced = {c.move for c in search.candidates}
+    assert "extract: 2 searched demos (and downstream)" in raced  # the right re-run's demos for `answer`
     assert report["calls"] == task.ledger_calls() <= 200
 
 
