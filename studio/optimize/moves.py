@@ -97,27 +97,29 @@ def searched_moves(
     """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
     node of a sibling group at once, from the same train examples, so a joint answer (two factors
     of a product) is shown whole; the move's node is the group's ids joined by `+`. `pools` holds
-    one pool per way of resolving ambiguous examples. Each draw is raced with the demos the same
-    right re-runs give the tunable nodes downstream ("and downstream"), then without them."""
-    moves = []
+    one pool per way of resolving ambiguous examples. Order: the first draw of each size (each
+    way), then the other draws, then the same draws with the demos the right re-runs give the
+    tunable nodes downstream ("and downstream")."""
     joint = "+".join(group)
-    for size, draws in SEARCHED_SIZES:
+    made: list[tuple[tuple[int, int, int, int], Move]] = []
+    for rank, (size, draws) in enumerate(SEARCHED_SIZES):
         for number, pool in enumerate(pools):
-            if not pool or (size > len(pool) and size != SEARCHED_SIZES[0][0]):
-                continue
+            if not pool or (rank and len(pool) <= SEARCHED_SIZES[rank - 1][0]):
+                continue  # a larger size only where the pool holds more than the smaller one
             for draw in range(draws if len(pool) > size else 1):
                 chosen = rng.sample(list(pool), min(size, len(pool)))
                 other = " (other order)" if number else ""
                 again = f" (draw {draw + 1})" if draw else ""
                 description = f"{len(chosen)} searched demos{other}{again}"
                 below = sorted({node for demos in chosen for node in demos} - set(group))
-                for nodes, more in (([*group, *below], " (and downstream)"), (list(group), "")):
-                    if more and not below:
+                for downstream, nodes in enumerate((list(group), [*group, *below])):
+                    if downstream and not below:
                         continue
                     full = [node for node in nodes if all(node in demos for demos in chosen)]
                     edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in full}
-                    moves.append(Move("demos", joint, description + more, edits))
-    return moves
+                    more = " (and downstream)" if downstream else ""
+                    made.append(((downstream, draw, rank, number), Move("demos", joint, description + more, edits)))
+    return [move for _, move in sorted(made, key=lambda pair: pair[0])]
 
 
 def rewrite_moves(nm: NodeMoves) -> list[Move]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from studio.flow.spec import load_flow
+from studio.optimize.moves import searched_moves
 from studio.optimize.searched import groups, overlap, spans
 from studio.runtime.compiler import compile_flow
 from tests.optimize.conftest import NOUNS, SCRIPTED_MODELS, MakeTask, write_jsonl
@@ -204,3 +205,25 @@ async def test_a_run_the_downstream_gets_right_with_an_empty_value_gives_no_demo
     assert search.failing and searched.runs == len(search.failing)  # the positive notes
     assert searched.uninformative == searched.runs  # `good` would flip them, but so does an empty key
     assert not searched.found
+
+
+def test_searched_moves_lead_with_one_draw_each_way_then_larger_sets_then_downstream_demos() -> None:
+    def pool(flip: bool) -> list[dict[str, dict[str, str]]]:
+        return [
+            {"q": {"o": f"o{i}", "text": str(i if flip else 9 - i)}, "calc": {"x": str(i), "text": "ok"}}
+            for i in range(5)
+        ]
+
+    moves = searched_moves(("q",), [pool(False), pool(True)], random.Random(0))
+    labels = [m.description for m in moves]
+    assert labels[:4] == [
+        "2 searched demos",
+        "2 searched demos (other order)",
+        "4 searched demos",
+        "4 searched demos (other order)",
+    ]
+    assert all(m.node == "q" for m in moves)
+    assert {p[1] for m in moves for p in m.edits} == {"q", "calc"}
+    assert all(len(m.edits) == (2 if "downstream" in m.description else 1) for m in moves)
+    assert labels.index("2 searched demos (and downstream)") > labels.index("2 searched demos (draw 2)")
+    assert len(searched_moves(("q",), [pool(False)[:2]], random.Random(0))) == 2  # no 4-demo set from 2
