@@ -21,11 +21,14 @@ A control comes first: the run re-run with the group's outputs empty. When that 
 two-label classifier that says `positive` to anything, on an example labelled positive), a right
 value would prove nothing, and the run gives no demo.
 
-Tie-break, when several assignments make the answer right: the one closest to what the nodes
-wrote (word overlap with their current outputs: the smallest correction of the model's own
-attempt), then the fewest words (a demo shows no more than the answer needs); at most
-`MAX_TRIES` re-runs that call a model per run, since further down the ranking a value is mostly
-right by chance. Assignments still tied are alternatives the metric cannot tell apart (e.g. two
+Order and tie-break: assignments are tried closest first to what the nodes wrote (word overlap
+with their current outputs: the smallest correction of the model's own attempt), then fewest
+words. Where the re-runs call a model, the first right one (with those ranked equal) ends the
+search of the run, and at most `MAX_TRIES` such re-runs are made, since further down the ranking a
+value is mostly right by chance. Where they are free, every assignment is tried: closeness to a
+wrong attempt is no evidence of which sibling plays which role (an extractor asked for the
+quantity that wrote the price). Of the right ones, those with the fewest words are kept (a demo
+shows no more than the answer needs). Assignments still tied are alternatives the metric cannot tell apart (e.g. two
 factors of a product); they are kept in input order (earliest span first, nodes in flow order),
 and the search races a pool resolved each way (`alternative`), so dev decides between them
 rather than a rule.
@@ -244,8 +247,8 @@ class DemoSearch:
         after: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
         costly = 0
         for assignment in sorted(tried, key=lambda a: (rank(a), order[a])):
-            if right and rank(assignment) != rank(right[0]):
-                break  # every assignment the tie-break prefers has been tried
+            if right and costly and rank(assignment) != rank(right[0]):
+                break  # re-runs cost calls, and every assignment the tie-break prefers has been tried
             if self.spent or costly >= MAX_TRIES:
                 break
             if all(v == current[n] for n, v in zip(group, assignment, strict=True)):
@@ -256,6 +259,8 @@ class DemoSearch:
                 right.append(assignment)
                 after[assignment] = found
             costly += self.meter.calls > before
+        fewest = min((rank(a)[1] for a in right), default=0)
+        right = [a for a in right if rank(a)[1] == fewest]
         right.sort(key=lambda a: [_position(v, steps[n]) for n, v in zip(group, a, strict=True)])
         distinct: dict[tuple[tuple[str, ...], ...], tuple[str, ...]] = {}
         for assignment in right:

@@ -227,3 +227,17 @@ def test_searched_moves_lead_with_one_draw_each_way_then_larger_sets_then_downst
     assert all(len(m.edits) == (2 if "downstream" in m.description else 1) for m in moves)
     assert labels.index("2 searched demos (and downstream)") > labels.index("2 searched demos (draw 2)")
     assert len(searched_moves(("q",), [pool(False)[:2]], random.Random(0))) == 2  # no 4-demo set from 2
+
+
+async def test_where_re_runs_are_free_a_wrong_attempt_does_not_decide_the_roles(make_task: MakeTask) -> None:
+    rules = r"""      - {match: "^Order: [^\\n]*at 31 [^\\n]*\\nHow many:$", reply: "31"}
+      - {reply: "1 + 1"}"""  # zero-shot, the quantity extractor writes the price
+    task = make_task(rules)
+    task.flow.write_text(PRODUCT.format(rules=rules), encoding="utf-8")
+    write_jsonl(task.train, [{"text": "Ann buys 2 cups at 31 dollars each.", "total": 62}] * 6)
+    write_jsonl(task.dev, [{"text": "Bo buys 3 pens at 20 dollars each.", "total": 60}] * 2)
+    _, optimization = await optimize(task, 30, proposer="none")
+    assert optimization.search is not None and optimization.search.searched is not None
+    found = optimization.search.searched.found[("quantity", "price")][0]
+    pairs = [(c["quantity"]["text"], c["price"]["text"]) for c in found.choices]
+    assert pairs == [("2", "31"), ("31", "2")]  # both right: alternatives in input order, not the closest first
