@@ -1,6 +1,6 @@
 """The moves a round of search tries: each one edits the current best flow in one way.
 
-Per tunable node: demos (how many, which, in what order; bootstrapped or labelled), instructions
+Per tunable node: demos (how many, which, in what order; bootstrapped, labelled or searched), instructions
 (the rewrite library and the proposer's), the output format (label list, stop sequence), the
 prompt form (chat or completion), the strategy, and the model alias; per model alias, its
 temperature; for the graph, adding or removing a node (see `topology`). Moves of different kinds
@@ -32,6 +32,7 @@ class Move:
 
     kind: str
     node: str | None
+    """The node it changes (`a+b` for a joint move on sibling nodes); None: a model alias or the graph."""
     description: str
     edits: Mapping[Path, Any]
 
@@ -81,6 +82,44 @@ def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
     if current:
         moves.append(Move("demos", node, "no demos", {_config_path(node, "demos"): REMOVE}))
     return moves
+
+
+SEARCHED_FIRST = 2
+"""Searched demo moves placed before every other move of a round."""
+SEARCHED_SIZES = ((2, 2), (4, 1))
+"""Searched demo sets raced per group: (demos, draws); several 2-demo draws, as DSPy's random search
+scores several demo sets."""
+
+
+def searched_moves(
+    group: Sequence[str], pools: Sequence[Sequence[Mapping[str, Any]]], rng: random.Random
+) -> list[Move]:
+    """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
+    node of a sibling group at once, from the same train examples, so a joint answer (two factors
+    of a product) is shown whole; the move's node is the group's ids joined by `+`. `pools` holds
+    one pool per way of resolving ambiguous examples. Order: the first draw of each size (each
+    way), then the other draws, then the same draws with the demos the right re-runs give the
+    tunable nodes downstream ("and downstream")."""
+    joint = "+".join(group)
+    made: list[tuple[tuple[int, int, int, int], Move]] = []
+    for rank, (size, draws) in enumerate(SEARCHED_SIZES):
+        for number, pool in enumerate(pools):
+            if not pool or (rank and len(pool) <= SEARCHED_SIZES[rank - 1][0]):
+                continue  # a larger size only where the pool holds more than the smaller one
+            for draw in range(draws if len(pool) > size else 1):
+                chosen = rng.sample(list(pool), min(size, len(pool)))
+                other = " (other order)" if number else ""
+                again = f" (draw {draw + 1})" if draw else ""
+                description = f"{len(chosen)} searched demos{other}{again}"
+                below = sorted({node for demos in chosen for node in demos} - set(group))
+                for downstream, nodes in enumerate((list(group), [*group, *below])):
+                    if downstream and not below:
+                        continue
+                    full = [node for node in nodes if all(node in demos for demos in chosen)]
+                    edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in full}
+                    more = " (and downstream)" if downstream else ""
+                    made.append(((downstream, draw, rank, number), Move("demos", joint, description + more, edits)))
+    return [move for _, move in sorted(made, key=lambda pair: pair[0])]
 
 
 def rewrite_moves(nm: NodeMoves) -> list[Move]:
@@ -144,10 +183,15 @@ def round_moves(
     rng: random.Random,
     *,
     topology: Sequence[Move] = (),
+    searched: Sequence[Move] = (),
 ) -> list[Move]:
     """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
-    graph's add and remove moves (`topology.topology_moves`)."""
+    graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
+    (`searched_moves`): the first `SEARCHED_FIRST` of them lead the round (the only moves built
+    from fixes confirmed on failing runs), the rest lead the demo moves."""
+    first = list(searched[:SEARCHED_FIRST])
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
+    by_kind["demos"].extend(searched[SEARCHED_FIRST:])
     for nm in nodes:
         for move in [
             *demo_moves(nm, rng),
@@ -162,4 +206,4 @@ def round_moves(
         by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
     by_kind["topology"].extend(topology)
     interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
-    return [move for group in interleaved for move in group if move is not None]
+    return [*first, *(move for group in interleaved for move in group if move is not None)]

@@ -37,9 +37,10 @@ from studio.optimize.candidates import Candidate, TunableNode, build, combined, 
 from studio.optimize.demos import Trace
 from studio.optimize.evaluate import BudgetSpent, Evaluated, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter
-from studio.optimize.moves import Move, NodeMoves, round_moves
+from studio.optimize.moves import Move, NodeMoves, round_moves, searched_moves
 from studio.optimize.paired import compare
 from studio.optimize.proposers import Dropped, Rewrite, library, proposed
+from studio.optimize.searched import DemoSearch, Searched, searchable
 from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
 from studio.runtime.compiler import Plan
 
@@ -55,6 +56,8 @@ BLAME_SAMPLES = 2
 """Re-samples per candidate node and run (doubled when none flips)."""
 BLAME_CALLS = 120
 """Model calls blame may spend at most (and a tenth of the remaining budget)."""
+SEARCH_CALLS = 60
+"""Model calls the demo search (`searched`) may spend at most (and a quarter of the remaining budget)."""
 """Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
 
 
@@ -140,6 +143,8 @@ class Search:
         """Bootstrap runs that scored below 1 (example, run id): what blame looks at."""
         self.blamed: dict[str, int] = {}
         """Node id → how many failing bootstrap runs blame put on it; its moves are tried first."""
+        self.searched: Searched | None = None
+        """Searched demos of the inner nodes (`searched`), when the flow has such nodes."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
 
     @cached_property
@@ -197,6 +202,7 @@ class Search:
         self._new_best(self.best)
         try:
             await self._bootstrap()
+            await self._search_demos()
             await self._blame()
             for number in range(1, self.settings.max_rounds + 1):
                 if await self._perfect():
@@ -263,6 +269,8 @@ class Search:
         re-runs, a tenth of the remaining budget at most) so moves aim first at the likely culprits."""
         if len(tunable_nodes(self.flow)) < 2 or not self.failing:
             return
+        if self.searched is not None and len(self.searched.found) == len(self.searched.groups):
+            return  # every inner node has searched demos, raced first: the budget goes to the race
         remaining = self.meter.remaining
         share = BLAME_CALLS if remaining is None else min(BLAME_CALLS, remaining // 10)
         runs = self.failing[:BLAME_RUNS]
@@ -278,6 +286,48 @@ class Search:
             blame = await blame_run(self.evaluator.store, record, score, options, plan=self.best.plan)
             if blame.culprit:
                 self.blamed[blame.culprit] = self.blamed.get(blame.culprit, 0) + 1
+
+    async def _search_demos(self) -> None:
+        """For the inner nodes (none a flow output's answer) with no labelled demos, search failing bootstrap runs for answers that
+        make the final output right (a quarter of the remaining budget at most): searched demos."""
+        nodes = {
+            node.id: node
+            for node in tunable_nodes(self.flow)
+            if searchable(node, demo_pools.labelled(self.flow, node, self.train))
+            and not any(feeds_output(self.flow, node, output) for output in self.flow.spec.outputs)
+            and not self._writes_expressions(node.id)
+        }
+        if not nodes or not self.failing:
+            return
+        remaining = self.meter.remaining
+        share = SEARCH_CALLS if remaining is None else min(SEARCH_CALLS, remaining // 4)
+        self._emit(
+            "search demos", message=f"searching {len(self.failing)} failing runs for demos of {', '.join(nodes)}"
+        )
+        assert self.best.plan is not None
+        below = {
+            node.id: node
+            for node in tunable_nodes(self.flow)
+            if node.id not in nodes and demo_pools.expressible(node) and not self._writes_expressions(node.id)
+        }
+        search = DemoSearch(self.evaluator.store, self.best.plan, nodes, self.meter, share, below)
+        self.searched = await search.run(self.failing, lambda e: _scorer(self.evaluator.metric, e))
+        found = {"+".join(g): len(f) for g, f in self.searched.found.items()}
+        self._emit("search demos", message=f"searched demos found: {found or 'none'} ({self.searched.calls} calls)")
+
+    def _searched_moves(self) -> list[Move]:
+        if self.searched is None:
+            return []
+        assert self.best.plan is not None
+        moves = []
+        for group in self.searched.groups:
+            if any(node not in self.best.plan.nodes for node in group):
+                continue  # a topology move removed it
+            pools = [self.searched.pool(group)]
+            if self.searched.ambiguous(group):
+                pools.append(self.searched.pool(group, -1))
+            moves += searched_moves(group, pools, self.rng)
+        return moves
 
     async def _round(self, number: int) -> bool:
         """One round; False when there is nothing left to try."""
@@ -436,7 +486,7 @@ class Search:
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
-        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology)
+        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology, searched=self._searched_moves())
 
     def _writes_expressions(self, node: str | None) -> bool:
         """Whether the node writes expressions for a calculator in the best flow: the train answers

@@ -12,13 +12,16 @@ from studio.evaluate.datasets import Example
 from studio.flow.refs import Ref
 from studio.flow.spec import load_flow
 from studio.optimize import demos as demo_pools
+from studio.optimize import prepare
 from studio.optimize.candidates import TunableNode
 from studio.optimize.demos import Trace
 from studio.optimize.instructions import parse
+from studio.optimize.optimization import Optimization
 from studio.optimize.paired import compare
 from studio.optimize.proposers import proposed
+from studio.store import MemoryStore
 from studio.store.base import CallRecord, StepRecord
-from tests.optimize.conftest import HALF_RULES, MakeTask, rows, write_jsonl
+from tests.optimize.conftest import HALF_RULES, MakeTask, options, rows, write_jsonl
 from tests.optimize.test_search import optimize
 
 REQUEST = "You improve the instructions of one step of an AI workflow.\nStep: answer (llm.generate)\nWrite better instructions for this step, so that it gets such inputs right."
@@ -228,3 +231,20 @@ async def test_a_one_example_dev_lead_that_ties_on_held_out_train_is_not_the_wri
     assert leads, "some candidate leads on dev by the zebra review"
     assert report["after"]["candidate"] == "c0"  # a one-example lead is a tie; held-out train ties too
     assert load_flow(report["flow_out"]).spec.nodes["answer"].config.get("demos") is None
+
+
+async def test_a_one_example_dev_lead_with_no_budget_left_for_a_tie_break_is_not_the_written_flow(
+    make_task: MakeTask,
+) -> None:
+    task = make_task(ZEBRA_RULES)
+    write_jsonl(task.dev, [*rows(8, 1), {"text": "the zebra 1 was good", "label": "positive"}])
+    events: list[str] = []
+    optimization = Optimization(
+        prepare(options(task, 24, proposer="none")), MemoryStore(), progress=lambda **kw: events.append(kw["event"])
+    )
+    report = (await optimization.run()).report
+    leads = [c for c in report["candidates"] if c["examples"] == 9 and c["score"] > report["before"]["dev"]]
+    assert leads, "some candidate leads on dev by the zebra review"
+    assert "tie" not in events and "budget" in report["stopped"]  # the tie could not be broken
+    assert report["after"]["candidate"] == "c0"  # so the input flow stays
+    assert not report["accepted"]
