@@ -77,13 +77,16 @@ NOTHING_RULES = """      - {reply: unsure}"""
 """Wrong whatever the prompt."""
 
 
-def rows(n: int, seed: int) -> list[dict[str, str]]:
+def rows(n: int, seed: int, *, quoted: bool = False) -> list[dict[str, str]]:
+    """`n` labelled rows, half positive (`good`), half negative (`bad`); `quoted`: the word is a
+    quote in a longer sentence (`was "good", they said`)."""
     rng = random.Random(seed)
     made = []
     for i in range(n):
         label = ("positive", "negative")[i % 2]
         word = "good" if label == "positive" else "bad"
-        made.append({"text": f"the {rng.choice(NOUNS)} {seed * 100 + i} was {word}", "label": label})
+        said = f'"{word}", they said' if quoted else word
+        made.append({"text": f"the {rng.choice(NOUNS)} {seed * 100 + i} was {said}", "label": label})
     rng.shuffle(made)
     return made
 

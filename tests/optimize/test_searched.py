@@ -9,7 +9,7 @@ from studio.flow.spec import load_flow
 from studio.optimize.moves import searched_moves
 from studio.optimize.searched import groups, overlap, spans
 from studio.runtime.compiler import compile_flow
-from tests.optimize.conftest import NOUNS, SCRIPTED_MODELS, MakeTask, write_jsonl
+from tests.optimize.conftest import SCRIPTED_MODELS, MakeTask, Task, rows, write_jsonl
 from tests.optimize.test_search import optimize
 
 TWO_NODES = (
@@ -50,21 +50,20 @@ only: zero-shot every run is wrong, and neither node has a labelled demo."""
 
 
 def notes(n: int, seed: int) -> list[dict[str, str]]:
-    rng = random.Random(seed)
-    made = []
-    for i in range(n):
-        label = ("positive", "negative")[i % 2]
-        word = "good" if label == "positive" else "bad"
-        made.append({"text": f'the {rng.choice(NOUNS)} {seed * 100 + i} was "{word}", they said', "label": label})
-    rng.shuffle(made)
-    return made
+    return rows(n, seed, quoted=True)
+
+
+def two_nodes(make_task: MakeTask, rules: str) -> Task:
+    """The two-node flow on `rules`, 12 train and 16 dev notes."""
+    task = make_task(rules)
+    task.flow.write_text(TWO_NODES.format(rules=rules), encoding="utf-8")
+    write_jsonl(task.train, notes(12, 0))
+    write_jsonl(task.dev, notes(16, 1))
+    return task
 
 
 async def test_only_searched_demos_for_the_inner_node_fix_the_answer(make_task: MakeTask) -> None:
-    task = make_task(KEY_RULES)
-    task.flow.write_text(TWO_NODES.format(rules=KEY_RULES), encoding="utf-8")
-    write_jsonl(task.train, notes(12, 0))
-    write_jsonl(task.dev, notes(16, 1))
+    task = two_nodes(make_task, KEY_RULES)
     result, optimization = await optimize(task, 200, proposer="none")
     report = result.report
     assert report["before"]["dev"] == 0.0
@@ -194,10 +193,7 @@ BIASED_RULES = r"""      - {match: "^Key: bad\\nLabel:$", reply: negative}
 
 
 async def test_a_run_the_downstream_gets_right_with_an_empty_value_gives_no_demo(make_task: MakeTask) -> None:
-    task = make_task(BIASED_RULES)
-    task.flow.write_text(TWO_NODES.format(rules=BIASED_RULES), encoding="utf-8")
-    write_jsonl(task.train, notes(12, 0))
-    write_jsonl(task.dev, notes(16, 1))
+    task = two_nodes(make_task, BIASED_RULES)
     _, optimization = await optimize(task, 200, proposer="none")
     search = optimization.search
     assert search is not None and search.searched is not None
