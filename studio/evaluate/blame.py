@@ -213,7 +213,7 @@ def top_node(path: str) -> str:
     return path.split(".", 1)[0].split("[", 1)[0]
 
 
-class _Scratch(MemoryStore):
+class Scratch(MemoryStore):
     """Where counterfactual runs are recorded: kept in memory, the LLM cache shared with `store`."""
 
     def __init__(self, store: Store) -> None:
@@ -246,7 +246,7 @@ async def counterfactual(
         for path, step in last.items()
         if step.status in ("succeeded", "skipped") and top_node(path) not in again
     }
-    scratch = _Scratch(store)
+    scratch = Scratch(store)
     options = RunOptions.from_json(record.options)
     options.cache = True
     with sampling({node: Sample(temperature, seed)} if resample else {}):

@@ -55,7 +55,8 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _demo(node: TunableNode, inputs: dict[str, Any], answer: Any) -> dict[str, Any]:
+def as_demo(node: TunableNode, inputs: dict[str, Any], answer: Any) -> dict[str, Any]:
+    """A demo of `node`: its inputs and its answer (as text), in the shape its type reads demos."""
     demo = {**inputs, node.port: _as_text(answer)}
     if node.surface.labels:  # classify demos are text and label, both strings
         return {"text": _as_text(demo.get("text", "")), "label": demo["label"]}
@@ -92,7 +93,7 @@ def bootstrapped(node: TunableNode, traces: list[Trace]) -> list[dict[str, Any]]
             continue
         if trace.truncated & _fed_by(node):
             continue  # the node's answer or one of its inputs was cut off at a token cap
-        demos.append(_demo(node, dict(step.inputs), step.outputs.get(node.port, "")))
+        demos.append(as_demo(node, dict(step.inputs), step.outputs.get(node.port, "")))
     return _unique(_valid(node, demos))
 
 
@@ -127,7 +128,7 @@ def labelled(flow: Flow, node: TunableNode, train: Dataset) -> list[dict[str, An
     demos = []
     for example in train.examples:
         inputs = {variable: example.inputs.get(name) for variable, name in reads.items()}
-        demos.append(_demo(node, inputs, example.row[column]))
+        demos.append(as_demo(node, inputs, example.row[column]))
     return _unique(_valid(node, demos))
 
 

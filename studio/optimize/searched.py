@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from studio.evaluate.blame import Score, _Scratch, top_node
+from studio.evaluate.blame import Score, Scratch, top_node
 from studio.evaluate.datasets import Example
 from studio.optimize.candidates import TunableNode
-from studio.optimize.demos import _demo, expressible, well_formed
+from studio.optimize.demos import as_demo, expressible, well_formed
 from studio.optimize.meter import Meter
 from studio.runtime.compiler import Plan
 from studio.runtime.engine import Engine, RunOptions
@@ -269,7 +269,8 @@ class DemoSearch:
         demos = []
         for assignment in right:
             made = {
-                n: _demo(self.nodes[n], dict(steps[n].inputs or {}), v) for n, v in zip(group, assignment, strict=True)
+                n: as_demo(self.nodes[n], dict(steps[n].inputs or {}), v)
+                for n, v in zip(group, assignment, strict=True)
             }
             if all(well_formed(d) for d in made.values()):
                 demos.append({**made, **after[assignment]})
@@ -299,7 +300,7 @@ class DemoSearch:
         run_options = RunOptions.from_json(options)
         run_options.cache = True
         self.result.reruns += 1
-        scratch = _Scratch(self.store)
+        scratch = Scratch(self.store)
         result = await Engine(scratch).run(self.plan, inputs, options=run_options, finished=finished)
         if result.status != "succeeded" or await score(result.outputs or {}) < 1 - 1e-9:
             return None
@@ -307,7 +308,7 @@ class DemoSearch:
         for step in scratch.steps(result.run_id):
             tunable = self.downstream.get(step.node)
             if tunable is not None and step.node in again and step.status == "succeeded" and step.outputs:
-                demo = _demo(tunable, dict(step.inputs or {}), step.outputs.get(tunable.port, ""))
+                demo = as_demo(tunable, dict(step.inputs or {}), step.outputs.get(tunable.port, ""))
                 if well_formed(demo):
                     demos[step.node] = demo
         return demos
