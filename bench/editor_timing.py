@@ -56,7 +56,7 @@ if str(ROOT) not in sys.path:
 from studio.editor.document import new_flow_text  # noqa: E402
 from studio.editor.editor import Editor  # noqa: E402
 from tests.app.browser import CHROMIUM, chromium, settled, studio_server  # noqa: E402
-from tests.app.editor_browser import CANVAS_FRAME, big_flow, canvas, drag, port  # noqa: E402
+from tests.app.editor_browser import CANVAS_FRAME, big_flow, canvas, confirmed, drag, port  # noqa: E402
 from tests.conftest import FLOWSTUDIO  # noqa: E402
 
 TIMEOUT_MS = 60_000
@@ -178,6 +178,7 @@ def _add(page: Any, node_id: str) -> tuple[float, float]:
 def _connect(page: Any, source_id: str, target_id: str) -> tuple[float, float]:
     """A wire dropped on a port, from the release: until the canvas shows one more edge, and until
     Python's graph has it."""
+    confirmed(page)  # ports measured on Python's cards, not on ones it is about to replace
     edges = int(_root(page).get_attribute("data-edges"))
     source, target = port(page, source_id, "out", "text"), port(page, target_id, "in", "text")
     drag(page, source, target, release=False)
@@ -214,6 +215,7 @@ def build_from_empty(page: Any, path: Path) -> dict[str, Any]:
     wires = [(("$inputs", "+"), (ids[0], "text"))] + [((a, "text"), (b, "text")) for a, b in itertools.pairwise(ids)]
     wires.append(((ids[-1], "text"), ("$outputs", "+")))
     for number, ((source, out), (target, into)) in enumerate(wires):
+        confirmed(page)
         edges = int(root.get_attribute("data-edges"))
         drag(page, port(page, source, "out", out), port(page, target, "in", into), release=False)
         times[f"wire_{number + 1}"] = _timed(

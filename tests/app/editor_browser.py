@@ -30,12 +30,23 @@ def drag(page: Any, source: Any, target: Any, *, release: bool = True) -> None:
         page.mouse.up()
 
 
-def wire(page: Any, source: tuple[str, str], target: tuple[str, str], edges: int) -> None:
-    """Drag from an output port to an input port and wait until the canvas shows `edges` edges."""
+def confirmed(page: Any) -> None:
+    """Wait until Python's graph holds every edit the canvas drew ahead of it: cards may change
+    (a port marked wired, an error) when it comes, so a drag measured before could miss its port."""
     from playwright.sync_api import expect
 
+    expect(canvas(page).get_by_test_id("canvas-root")).to_have_attribute("data-unconfirmed", "0", timeout=WAIT_MS)
+
+
+def wire(page: Any, source: tuple[str, str], target: tuple[str, str], edges: int) -> None:
+    """Drag from an output port to an input port and wait until the canvas shows `edges` edges,
+    and Python's graph holds them."""
+    from playwright.sync_api import expect
+
+    confirmed(page)
     drag(page, port(page, *source[:1], "out", source[1]), port(page, *target[:1], "in", target[1]))
     expect(canvas(page).locator(".react-flow__edge")).to_have_count(edges, timeout=WAIT_MS)
+    confirmed(page)
 
 
 def add_from_palette(page: Any, node_type: str, node_id: str) -> None:
@@ -43,6 +54,7 @@ def add_from_palette(page: Any, node_type: str, node_id: str) -> None:
 
     canvas(page).get_by_test_id(f"palette-item-{node_type}").click()
     expect(canvas(page).get_by_test_id(f"node-{node_id}")).to_be_visible(timeout=WAIT_MS)
+    confirmed(page)
     canvas(page).get_by_test_id("canvas-fit").click()
 
 
