@@ -105,6 +105,9 @@ HOME_PROBE = """([nodes, selector]) => {
     const root = doc?.querySelector('[data-testid="canvas-root"]');
     if (probe.click !== null && root?.getAttribute("data-nodes") === String(nodes) && doc.querySelector(".react-flow__node")) {
       probe.done = performance.now();
+      const inner = frame().contentWindow.performance;  // the component's own marks, on this clock
+      const offset = inner.timeOrigin - performance.timeOrigin - probe.click;
+      probe.marks = Object.fromEntries(inner.getEntriesByType("mark").map((m) => [m.name, offset + m.startTime]));
       return;
     }
     requestAnimationFrame(tick);
@@ -112,11 +115,14 @@ HOME_PROBE = """([nodes, selector]) => {
   requestAnimationFrame(tick);
 }"""
 """Installed in the Home page before a card's Open is clicked: from the click to the first animation
-frame in which the Editor's canvas holds all the flow's nodes (its frame is the same origin)."""
+frame in which the Editor's canvas holds all the flow's nodes (its frame is the same origin), with
+the component's `performance.mark`s by then (`canvas:script`: its bundle started; `canvas:args`: the
+graph came) on the same clock."""
 
 
-def _open_from_home(page: Any, url: str, nodes: int) -> tuple[float, float]:
-    """A fresh page on Home, then the big flow's Open: (seconds to the canvas frame, to all nodes in)."""
+def _open_from_home(page: Any, url: str, nodes: int) -> tuple[float, float, dict[str, float]]:
+    """A fresh page on Home, then the big flow's Open: seconds to the canvas frame, to all nodes in,
+    and to each of the component's marks."""
     page.goto(url)
     button = page.locator(".st-key-flow_card_0").get_by_role("button", name="Open")
     button.wait_for(timeout=TIMEOUT_MS)
@@ -125,7 +131,8 @@ def _open_from_home(page: Any, url: str, nodes: int) -> tuple[float, float]:
     button.click()
     page.wait_for_function("window.__open.done !== null", timeout=TIMEOUT_MS)
     probe = page.evaluate("window.__open")
-    return (probe["frame"] - probe["click"]) / 1000, (probe["done"] - probe["click"]) / 1000
+    marks = {name: at / 1000 for name, at in probe["marks"].items()}
+    return (probe["frame"] - probe["click"]) / 1000, (probe["done"] - probe["click"]) / 1000, marks
 
 
 PROBE = """(shown) => {
@@ -337,8 +344,9 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         "open_first_s": round(opens[0], 3),
         "open_median_s": round(statistics.median(opens[1:] or opens), 3),
         "open_phases_median_s": {name: round(statistics.median(times), 3) for name, times in phases.items()},
-        "open_from_home_median_s": round(statistics.median(done for _, done in from_home), 3),
-        "open_from_home_s": [[round(t, 3) for t in pair] for pair in from_home],
+        "open_from_home_median_s": round(statistics.median(done for _, done, _ in from_home), 3),
+        "open_from_home_s": [[round(frame, 3), round(done, 3)] for frame, done, _ in from_home],
+        "open_from_home_marks_median_s": _mark_medians([marks for _, _, marks in from_home]),
         "add_node_median_s": round(statistics.median(shown for shown, _ in adds), 3),
         "add_node_confirmed_median_s": round(statistics.median(confirmed for _, confirmed in adds), 3),
         "connect_median_s": round(statistics.median(shown for shown, _ in connects), 3),
@@ -347,6 +355,12 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         "adds_s": [[round(t, 3) for t in pair] for pair in adds],
         "connects_s": [[round(t, 3) for t in pair] for pair in connects],
     }
+
+
+def _mark_medians(opens: list[dict[str, float]]) -> dict[str, float]:
+    """Per component mark, its median time over the opens that reached it."""
+    names = sorted({name for marks in opens for name in marks})
+    return {name: round(statistics.median(m[name] for m in opens if name in m), 3) for name in names}
 
 
 def server_figures(path: Path) -> dict[str, float]:

@@ -109,7 +109,6 @@ function Editor({ graph, queue, dark }: Props) {
   useEffect(() => {
     if (!fitRequested.current || !initialized || nodes.length === 0) return;
     fitRequested.current = false;
-    performance.mark("canvas:measured"); // for benchmarks: every card drawn and measured, before the fit
     const rect = pane.current?.getBoundingClientRect();
     if (!rect) return;
     void flow.setViewport(openingViewport(flow.getNodesBounds(nodes.map((n) => n.id)), rect, nodes.length));
