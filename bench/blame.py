@@ -17,9 +17,17 @@ answers right. Re-sampling then never fixes a fault and only the `demos` counter
 (`--counterfactuals resample,demos`); faults go to the `llm.generate` nodes only (the map, loop
 and agent nodes have no demos).
 
+`--faults zero-shot` is the same with no demos anywhere: the fault answers wrongly to the node's
+bare prompt only, and the node shown any demos answers right. Every fourth example runs clean, so
+the experiment has runs that scored 1; the `demos` kind must build the node's demos from those
+runs' steps (never from the failing example itself).
+
 Run (from the repository root):
     .venv/bin/python bench/blame.py --examples 45 --seed 0
     .venv/bin/python bench/blame.py --examples 40 --seed 0 --faults prompt --counterfactuals resample,demos
+    .venv/bin/python bench/blame.py --examples 40 --seed 0 --faults zero-shot --counterfactuals resample,demos
+    .venv/bin/python bench/blame.py --examples 40 --seed 0 --faults zero-shot --counterfactuals resample,variant \
+        --optimize 2000
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -44,6 +54,7 @@ if str(ROOT) not in sys.path:
 from studio.evaluate import blame as lib  # noqa: E402
 from studio.evaluate.batch import BatchOptions, prepare_batch, run_prepared  # noqa: E402
 from studio.evaluate.counterfactuals import parse_kinds  # noqa: E402
+from studio.optimize import OptimizeOptions, optimize, prepare  # noqa: E402
 from studio.store import SQLiteStore  # noqa: E402
 
 SHAPES = ("chain", "branches", "map_reduce", "loop", "agent")
@@ -70,8 +81,11 @@ def _rule(match: str, reply: str, chance: float | None = None) -> dict[str, Any]
     return rule
 
 
-PROMPT_FAULTS = [False]
-"""Set by --faults prompt: faults bound to a node's exact prompt (its own demos in order)."""
+FAULTS = ["sampled"]
+"""Set by --faults: `sampled` (intermittent), `prompt` (bound to a node's exact prompt, its own demos
+in order) or `zero-shot` (bound to a node's bare prompt, no demos)."""
+CLEAN_EVERY = 4
+"""With --faults zero-shot, every fourth example has no fault: the good runs demos are drawn from."""
 DEMO_VALUES = ("dq1", "dq2")
 """The values of the two demos each `llm.generate` node has with --faults prompt."""
 
@@ -85,15 +99,18 @@ def _step(node: str, given: str, right: str, faulty: bool, chance: float) -> lis
     --repair, a wrong input (`bad-...`) is answered right in that share of samples (never greedily)."""
     match = f"^{node}: {re.escape(given)}$"
     rules = [_rule(match, f"bad-{node}-{right}", chance)] if faulty else []
-    if PROMPT_FAULTS[0]:  # the fault answers only the node's own prompt: its two demos in order
+    if FAULTS[0] == "prompt":  # the fault answers only the node's own prompt: its two demos in order
         first, second = (f"{node}: [^\n]*{value}[^\n]*\n\n" for value in DEMO_VALUES)
         own = f"^{first}{second}{node}: {re.escape(given)}$"
         rules = [_rule(own, f"bad-{node}-{right}")] if faulty else []
-        match = f"(?:^|\n\n){node}: {re.escape(given)}$"  # any other demos: the right reply
+    if FAULTS[0] == "zero-shot":  # the fault answers only the bare prompt, on every sample
+        rules = [_rule(match, f"bad-{node}-{right}")] if faulty else []
+    if FAULTS[0] != "sampled":
+        match = f"(?:^|\n\n){node}: {re.escape(given)}$"  # after any (other) demos: the right reply
     if REPAIR[0] > 0:
         pieces = [r"(?:bad-[A-Z]-)?" + re.escape(piece) for piece in given.split(" ")]
         bad = f"^{node}: (?=.*bad-)" + r"\ ".join(pieces) + "$"
-        if PROMPT_FAULTS[0]:  # the same question after the node's demos
+        if FAULTS[0] != "sampled":  # the same question after the node's demos
             bad = f"(?:^|\\n\\n){node}: (?=[^\\n]*bad-)" + r"\ ".join(pieces) + "$"
         rules += [_rule(bad, f"wrong-{node}", round(1 - REPAIR[0], 3)), _rule(bad, right)]
     return [*rules, _rule(match, right)]
@@ -169,7 +186,7 @@ def _demos(text: str) -> str:
     DEMO_VALUES); without, none. Placeholders `DEMOS[inputs]` in the shapes' YAML are replaced."""
 
     def demos(found: re.Match[str]) -> str:
-        if not PROMPT_FAULTS[0]:
+        if FAULTS[0] != "prompt":
             return ""
         names = [part.split(":")[0].strip() for part in found.group(1).split(",")]
         listed = ", ".join(
@@ -280,17 +297,19 @@ nodes:
 {_demos(SHAPE_TABLE[shape].nodes)}"""
 
 
-def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str, str]:
-    """Write flow, script and dataset of one shape; returns each example's token → injected node."""
+def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str, str | None]:
+    """Write flow, script and dataset of one shape; returns each example's token → injected node
+    (None for a clean example)."""
     spec = SHAPE_TABLE[shape]
     rng = random.Random(f"{shape}-{seed}")
-    faults: dict[str, str] = {}
+    faults: dict[str, str | None] = {}
     rules: list[dict[str, Any]] = []
     rows = []
-    culprits = [c for c in spec.culprits if c not in NO_DEMOS] if PROMPT_FAULTS[0] else spec.culprits
+    culprits = [c for c in spec.culprits if c not in NO_DEMOS] if FAULTS[0] != "sampled" else spec.culprits
     for i in range(examples):
         token = f"t{seed}x{i}"
-        node = culprits[i % len(culprits)]
+        clean = FAULTS[0] == "zero-shot" and i % CLEAN_EVERY == CLEAN_EVERY - 1
+        node = None if clean else culprits[i % len(culprits)]
         faults[token] = node
         rules += spec.rules(token, node, round(rng.uniform(0.3, 0.6), 2))
         rows.append({**spec.inputs(token), "answer": spec.answer(token)})
@@ -305,14 +324,35 @@ def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str,
     return faults
 
 
+async def optimized(folder: Path, store: SQLiteStore, budget: int) -> list[str]:
+    """Optimize the shape's flow on its own examples (train and dev) into `store`; the nodes the
+    chosen flow changed."""
+    data = str(folder / "data.jsonl")
+    options = OptimizeOptions(
+        flow=str(folder / "flow.yaml"), train=data, dev=data, metric="exact", budget_calls=budget, proposer="none"
+    )
+    result = await optimize(prepare(options), store)
+    paths = (folder / "flow.yaml", Path(result.report["flow_out"]))
+    before, after = (yaml.safe_load(path.read_text(encoding="utf-8"))["nodes"] for path in paths)
+    return sorted(node for node, spec in after.items() if spec != before.get(node))
+
+
 async def bench_shape(
-    shape: str, folder: Path, examples: int, seed: int, samples: int, kinds: tuple[str, ...] = ("resample",)
+    shape: str,
+    folder: Path,
+    examples: int,
+    seed: int,
+    samples: int,
+    kinds: tuple[str, ...] = ("resample",),
+    optimize_calls: int = 0,
 ) -> dict[str, Any]:
-    """Batch one shape, blame every failing example, score the attribution."""
+    """Batch one shape (optimize it first with `optimize_calls`), blame every failing example, score
+    the attribution."""
     faults = write_shape(shape, folder, examples, seed)
     store = SQLiteStore(folder / "store.db")
     options = BatchOptions(flow=str(folder / "flow.yaml"), data=str(folder / "data.jsonl"), metric="exact")
     result = await run_prepared(prepare_batch(options, store), store)
+    changed = await optimized(folder, store, optimize_calls) if optimize_calls else []
     failing = lib.failing_of_experiment(store, result.experiment_id)
     start = time.perf_counter()
     blames = await lib.blame_all(store, failing, lib.BlameOptions(samples=samples, counterfactuals=kinds))
@@ -335,13 +375,14 @@ async def bench_shape(
     n = len(blames)
     return {
         "shape": shape,
-        "faults": examples,
+        "faults": sum(node is not None for node in faults.values()),
         "failing": n,
         "top1": top1,
         "top2": top2,
         "calls": sum(b.calls for b in blames),
         "kinds": by_kind,
         "seconds": round(seconds, 1),
+        **({"optimizer_changed": changed} if optimize_calls else {}),
     }
 
 
@@ -351,21 +392,23 @@ def _token(x: Any) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--examples", type=int, default=45, help="Examples (= injected faults) per shape.")
+    parser.add_argument("--examples", type=int, default=45, help="Examples per shape (each one fault, but clean ones).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--samples", type=int, default=lib.DEFAULT_SAMPLES, help="Re-samples per node.")
     parser.add_argument("--shapes", default=",".join(SHAPES))
     parser.add_argument("--repair", type=float, default=0.0, help="Share of samples a wrong input is fixed in.")
-    parser.add_argument("--faults", choices=("sampled", "prompt"), default="sampled", help="The kind of fault.")
+    parser.add_argument("--faults", choices=("sampled", "prompt", "zero-shot"), default="sampled", help="Fault kind.")
     parser.add_argument("--counterfactuals", default="resample", help="Blame's counterfactual kinds, comma-separated.")
+    parser.add_argument("--optimize", type=int, default=0, help="Optimize each flow first, with this many calls.")
     args = parser.parse_args()
     REPAIR[0] = args.repair
-    PROMPT_FAULTS[0] = args.faults == "prompt"
+    FAULTS[0] = args.faults
     kinds = parse_kinds(args.counterfactuals)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for shape in args.shapes.split(","):
-            row = asyncio.run(bench_shape(shape, Path(tmp) / shape, args.examples, args.seed, args.samples, kinds))
+            folder = Path(tmp) / shape
+            row = asyncio.run(bench_shape(shape, folder, args.examples, args.seed, args.samples, kinds, args.optimize))
             rows.append(row)
             print(json.dumps(row), flush=True)
     failing = sum(r["failing"] for r in rows)
