@@ -171,14 +171,18 @@ class Search:
         return math.ceil(self.per_example(candidate) * examples) + once
 
     def race_cost(self, candidates: list[Candidate]) -> int:
-        """Calls a race costs when the top 1/eta go on at every rung and the last ones reach all of dev."""
+        """Calls a race costs when the top 1/eta go on at every rung and the last ones reach all of dev.
+
+        The ones that go on are priced as the dearest per example: any of them may lead, and a
+        race priced at the mean could afford the cheap candidates' later rungs but not the
+        leader's (which then stops short of dev while a worse, cheaper one reaches it)."""
         sizes = rung_sizes(self.settings.minibatch, len(self.dev.examples))
         total = sum(self.estimate(c, sizes[0]) for c in candidates)
-        mean = sum(self.per_example(c) for c in candidates) / max(len(candidates), 1)
+        dearest = max((self.per_example(c) for c in candidates), default=0.0)
         alive = len(candidates)
         for before, size in pairwise(sizes):
             alive = math.ceil(alive / self.settings.eta)
-            total += math.ceil(alive * mean * (size - before))
+            total += math.ceil(alive * dearest * (size - before))
         return total
 
     def affordable(self, calls: int) -> bool:

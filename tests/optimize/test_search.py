@@ -4,14 +4,17 @@ the budget is never crossed, and the best flow so far survives an interruption."
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from studio.flow.spec import load_flow
 from studio.optimize import OptimizeResult, prepare
+from studio.optimize.candidates import Candidate
+from studio.optimize.meter import Meter
 from studio.optimize.optimization import Optimization
-from studio.optimize.search import rung_sizes
+from studio.optimize.search import Search, Settings, rung_sizes
 from studio.runtime.compiler import compile_flow
 from studio.store import MemoryStore, SQLiteStore, Store
 from tests.optimize.conftest import (
@@ -147,9 +150,12 @@ async def test_the_best_so_far_is_written_before_an_interruption(make_task: Make
 async def test_running_again_replays_from_the_cache_and_counts_nothing(make_task: MakeTask) -> None:
     task = make_task(DEMO_RULES)
     store = SQLiteStore(task.folder / "flowstudio.db")
-    first, _ = await optimize(task, store=store)
+    # a budget the search does not exhaust: cache hits cost nothing, so under a binding budget a
+    # replay has calls left over and searches further
+    first, _ = await optimize(task, 400, store=store)
+    assert "budget" not in first.report["stopped"], first.report["stopped"]
     made = task.ledger_calls()
-    again, _ = await optimize(task, store=store)
+    again, _ = await optimize(task, 400, store=store)
     store.close()
     assert again.report["calls"] == 0
     assert task.ledger_calls() == made
@@ -256,3 +262,28 @@ async def test_a_race_too_dear_for_the_budget_leaves_out_the_dearest_candidates(
     raced = [c.move for c in optimization.search.candidates if c.round == 1]
     assert "default: temperature 0.7" in raced  # later in the move order than the strategies, but one call an example
     assert not any("strategy" in move for move in raced), raced
+
+
+async def test_a_race_is_priced_so_that_its_dearest_candidate_can_reach_all_of_dev(make_task: MakeTask) -> None:
+    """A race priced at the mean cost could afford a cheap candidate's later rungs but not the
+    leader's, which then stopped short of dev while a worse, cheaper one reached it."""
+    task = make_task(NOTHING_RULES)
+    prepared = prepare(options(task, 60))
+    unused: Any = None
+    search = Search(
+        flow=prepared.flow,
+        plan=prepared.plan,
+        train=unused,
+        dev=SimpleNamespace(examples=[None] * 30),
+        evaluator=unused,
+        meter=Meter(),
+        models={},
+        settings=Settings(minibatch=8),
+    )
+    first = rung_sizes(8, 30)[0]
+    racing = [
+        Candidate(name, {}, name, plan=prepared.plan, calls=dict.fromkeys(range(first), cost))
+        for name, cost in (("dear", 2), ("cheap", 1), ("cheaper", 1))
+    ]
+    first_rung = sum(search.estimate(c, first) for c in racing)
+    assert search.race_cost(racing) >= first_rung + search.estimate(racing[0], 30 - first)
