@@ -6,6 +6,7 @@ A node type is a `Node` subclass with a pydantic `Config`, `Inputs` and `Outputs
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,6 +246,17 @@ class Tunable:
     """Whether the node writes a free-text answer from the `prompt` template in its config
     (`llm.generate`): the optimizer's topology moves may tidy or rewrite that answer after it,
     turn it into an arithmetic expression, or remove the node when it only passes text on."""
+
+    def demo(self, inputs: Mapping[str, Any], answer: Any) -> dict[str, Any]:
+        """A worked example in the shape the node reads demos: its inputs and its answer (as text)
+        under `output`; a classifier's demo is its `text` and `label`, both strings."""
+        if self.labels:
+            return {"text": _as_text(inputs.get("text", "")), "label": _as_text(answer)}
+        return {**inputs, self.output: _as_text(answer)}
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 class Node:

@@ -66,22 +66,32 @@ class NodeBlame:
     """How often a counterfactual version of one node turned the wrong answer right."""
 
     node: str
-    samples: int = 0
-    flips: int = 0
-    calls: int = 0
-    """Model calls the counterfactual runs of this node made (cache hits not counted)."""
     kinds: dict[str, KindBlame] = field(default_factory=dict)
-    """Counterfactual kind → its share of the samples, flips and calls."""
+    """Counterfactual kind → its samples, flips and calls."""
     pending: list[Alternative] = field(default_factory=list, repr=False)
     """The node's `demos` and `variant` counterfactuals not tried yet."""
 
     def count(self, kind: str, flipped: bool, calls: int) -> None:
         """Record one counterfactual of `kind`."""
         tally = self.kinds.setdefault(kind, KindBlame())
-        for item in (self, tally):
-            item.samples += 1
-            item.flips += flipped
-            item.calls += calls
+        tally.samples += 1
+        tally.flips += flipped
+        tally.calls += calls
+
+    @property
+    def samples(self) -> int:
+        """Counterfactual runs of this node, all kinds."""
+        return sum(tally.samples for tally in self.kinds.values())
+
+    @property
+    def flips(self) -> int:
+        """Those whose final metric reached 1."""
+        return sum(tally.flips for tally in self.kinds.values())
+
+    @property
+    def calls(self) -> int:
+        """Model calls the counterfactual runs of this node made (cache hits not counted)."""
+        return sum(tally.calls for tally in self.kinds.values())
 
     @property
     def flipped_by(self) -> list[str]:

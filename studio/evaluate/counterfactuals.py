@@ -121,10 +121,7 @@ def pool_demos(
             continue
         if shape.output in inputs and not shape.labels:
             return []
-        answer = step.outputs[shape.output]
-        demo = {**inputs, shape.output: answer if isinstance(answer, str) else json.dumps(answer)}
-        if shape.labels:
-            demo = {"text": str(demo.get("text", "")), "label": demo[shape.output]}
+        demo = shape.demo(inputs, step.outputs[shape.output])
         pool.setdefault(_key(demo), demo)
     return list(pool.values())
 

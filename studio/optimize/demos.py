@@ -51,16 +51,9 @@ def truncated(calls: list[CallRecord]) -> frozenset[str]:
     )
 
 
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 def as_demo(node: TunableNode, inputs: dict[str, Any], answer: Any) -> dict[str, Any]:
     """A demo of `node`: its inputs and its answer (as text), in the shape its type reads demos."""
-    demo = {**inputs, node.port: _as_text(answer)}
-    if node.surface.labels:  # classify demos are text and label, both strings
-        return {"text": _as_text(demo.get("text", "")), "label": demo["label"]}
-    return demo
+    return node.surface.demo(inputs, answer)
 
 
 def _unique(demos: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -68,27 +68,25 @@ function rounded(at: Position): Position {
   return { x: Math.round(at.x), y: Math.round(at.y) };
 }
 
-/** The viewport centre, stepped diagonally until no node sits right there. */
-const NEW_NODE_SIZE = NEW_CARD;
 const GAP = 24;
 
 /** A spot near `centre` where a new node overlaps no node: scan right, then down. */
 function freeSpot(centre: Position, nodes: CanvasNode[]): Position {
   const overlaps = (at: Position) =>
     nodes.some((n) => {
-      const width = n.measured?.width ?? NEW_NODE_SIZE.width;
-      const height = n.measured?.height ?? NEW_NODE_SIZE.height;
+      const width = n.measured?.width ?? NEW_CARD.width;
+      const height = n.measured?.height ?? NEW_CARD.height;
       return (
         at.x < n.position.x + width + GAP &&
-        n.position.x < at.x + NEW_NODE_SIZE.width + GAP &&
+        n.position.x < at.x + NEW_CARD.width + GAP &&
         at.y < n.position.y + height + GAP &&
-        n.position.y < at.y + NEW_NODE_SIZE.height + GAP
+        n.position.y < at.y + NEW_CARD.height + GAP
       );
     });
   const start = { x: centre.x - NEW_NODE_OFFSET.x, y: centre.y - NEW_NODE_OFFSET.y };
   for (let row = 0; row < 8; row++) {
     for (let column = 0; column < 20; column++) {
-      const spot = { x: start.x + column * (NEW_NODE_SIZE.width + GAP), y: start.y + row * (NEW_NODE_SIZE.height / 2) };
+      const spot = { x: start.x + column * (NEW_CARD.width + GAP), y: start.y + row * (NEW_CARD.height / 2) };
       if (!overlaps(spot)) return rounded(spot);
     }
   }
@@ -121,8 +119,8 @@ function Editor({ graph, queue, dark }: Props) {
     (at: Position, rect: DOMRect) => {
       const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
       const bottomRight = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
-      const right = at.x + NEW_NODE_SIZE.width;
-      const bottom = at.y + NEW_NODE_SIZE.height;
+      const right = at.x + NEW_CARD.width;
+      const bottom = at.y + NEW_CARD.height;
       if (at.x >= topLeft.x && at.y >= topLeft.y && right <= bottomRight.x && bottom <= bottomRight.y) return;
       const x = Math.min(topLeft.x, at.x);
       const y = Math.min(topLeft.y, at.y);
