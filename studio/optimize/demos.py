@@ -39,6 +39,8 @@ class Trace:
     """Node id → its step in the run."""
     truncated: frozenset[str] = frozenset()
     """Nodes whose answer was cut off at its token cap in this run."""
+    run_id: str | None = None
+    """The stored run (None when it never started)."""
 
 
 def truncated(calls: list[CallRecord]) -> frozenset[str]:

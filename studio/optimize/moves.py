@@ -54,7 +54,7 @@ class NodeMoves:
     rewrites: list[Rewrite]
 
 
-def _config_path(node: str, name: str) -> Path:
+def config_path(node: str, name: str) -> Path:
     return ("nodes", node, "config", name)
 
 
@@ -74,13 +74,13 @@ def demo_moves(nm: NodeMoves, rng: random.Random) -> list[Move]:
         for source, pool in (("bootstrapped", nm.bootstrapped), ("labelled", nm.labelled)):
             if len(pool) >= min(size, 2) and (size == sizes[0] or len(pool) > size // 2):
                 demos = pick(pool, size, rng, nm.node.port)
-                moves.append(Move("demos", node, f"{len(demos)} {source} demos", {_config_path(node, "demos"): demos}))
+                moves.append(Move("demos", node, f"{len(demos)} {source} demos", {config_path(node, "demos"): demos}))
     current = list(nm.config.get("demos") or [])
     if len(current) > 1:
         shuffled = rng.sample(current, len(current))
-        moves.append(Move("demos", node, "demos reordered", {_config_path(node, "demos"): shuffled}))
+        moves.append(Move("demos", node, "demos reordered", {config_path(node, "demos"): shuffled}))
     if current:
-        moves.append(Move("demos", node, "no demos", {_config_path(node, "demos"): REMOVE}))
+        moves.append(Move("demos", node, "no demos", {config_path(node, "demos"): REMOVE}))
     return moves
 
 
@@ -116,7 +116,7 @@ def searched_moves(
                     if downstream and not below:
                         continue
                     full = [node for node in nodes if all(node in demos for demos in chosen)]
-                    edits = {_config_path(node, "demos"): [demos[node] for demos in chosen] for node in full}
+                    edits = {config_path(node, "demos"): [demos[node] for demos in chosen] for node in full}
                     more = " (and downstream)" if downstream else ""
                     made.append(((downstream, draw, rank, number), Move("demos", joint, description + more, edits)))
     return [move for _, move in sorted(made, key=lambda pair: pair[0])]
@@ -128,7 +128,7 @@ def rewrite_moves(nm: NodeMoves) -> list[Move]:
     for rewrite in nm.rewrites:
         if all(nm.config.get(k) == v for k, v in rewrite.config.items()):
             continue
-        edits = {_config_path(node, k): v for k, v in rewrite.config.items()}
+        edits = {config_path(node, k): v for k, v in rewrite.config.items()}
         moves.append(Move(rewrite.kind, node, rewrite.description, edits))
     return moves
 
@@ -136,7 +136,7 @@ def rewrite_moves(nm: NodeMoves) -> list[Move]:
 def form_moves(nm: NodeMoves) -> list[Move]:
     default = nm.node.surface.default_form
     other = "chat" if nm.config.get("form", default) == "completion" else "completion"
-    return [Move("form", nm.node.id, f"form: {other}", {_config_path(nm.node.id, "form"): other})]
+    return [Move("form", nm.node.id, f"form: {other}", {config_path(nm.node.id, "form"): other})]
 
 
 def strategy_moves(nm: NodeMoves) -> list[Move]:
@@ -146,9 +146,9 @@ def strategy_moves(nm: NodeMoves) -> list[Move]:
     for strategy, samples in (("single", 1), *STRATEGIES):
         if strategy == current:
             continue
-        edits: dict[Path, Any] = {_config_path(node, "strategy"): strategy}
+        edits: dict[Path, Any] = {config_path(node, "strategy"): strategy}
         if strategy == "ensemble":
-            edits[_config_path(node, "samples")] = samples
+            edits[config_path(node, "samples")] = samples
         name = f"strategy: {strategy}" + (f" ({samples} samples)" if strategy == "ensemble" else "")
         moves.append(Move("strategy", node, name, edits))
     return moves
@@ -184,11 +184,14 @@ def round_moves(
     *,
     topology: Sequence[Move] = (),
     searched: Sequence[Move] = (),
+    joint: Sequence[Move] = (),
 ) -> list[Move]:
     """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
     graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
-    (`searched_moves`): the first `SEARCHED_FIRST` of them lead the round (the only moves built
-    from fixes confirmed on failing runs), the rest lead the demo moves."""
+    (`searched_moves`), `joint` the joint demo moves (`joint.joint_moves`). The joint moves lead the
+    round (every node's demos from the same runs that scored, DSPy's bootstrap), then the first
+    `SEARCHED_FIRST` searched moves (fixes confirmed on failing runs); the rest of the searched
+    moves lead the demo moves."""
     first = list(searched[:SEARCHED_FIRST])
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
     by_kind["demos"].extend(searched[SEARCHED_FIRST:])
@@ -206,4 +209,4 @@ def round_moves(
         by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
     by_kind["topology"].extend(topology)
     interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
-    return [*first, *(move for group in interleaved for move in group if move is not None)]
+    return [*joint, *first, *(move for group in interleaved for move in group if move is not None)]

@@ -33,6 +33,7 @@ from studio.evaluate.datasets import Dataset, Example
 from studio.evaluate.metrics import Metric, MetricError
 from studio.flow.spec import Flow
 from studio.optimize import demos as demo_pools
+from studio.optimize import joint
 from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
 from studio.optimize.demos import Trace
 from studio.optimize.evaluate import BudgetSpent, Evaluated, Evaluator, NothingSucceeds
@@ -56,6 +57,10 @@ BLAME_SAMPLES = 2
 """Re-samples per candidate node and run (doubled when none flips)."""
 BLAME_CALLS = 120
 """Model calls blame may spend at most (and a tenth of the remaining budget)."""
+JOINT_RUNS = 16
+"""Train examples run with the signature instruction for joint demos, at most."""
+JOINT_PROBE = 4
+"""Of those, the first ones run; the rest only when one of these scored."""
 SEARCH_CALLS = 60
 """Model calls the demo search (`searched`) may spend at most (and a quarter of the remaining budget)."""
 """Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
@@ -145,6 +150,8 @@ class Search:
         """Node id → how many failing bootstrap runs blame put on it; its moves are tried first."""
         self.searched: Searched | None = None
         """Searched demos of the inner nodes (`searched`), when the flow has such nodes."""
+        self.joint: joint.JointPool | None = None
+        """Good runs that give every tunable node its demos at once (`joint`), on multi-node flows."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
 
     @cached_property
@@ -206,6 +213,7 @@ class Search:
         self._new_best(self.best)
         try:
             await self._bootstrap()
+            await self._bootstrap_joint()
             await self._search_demos()
             await self._blame()
             for number in range(1, self.settings.max_rounds + 1):
@@ -249,24 +257,58 @@ class Search:
 
     async def _bootstrap(self) -> None:
         """Run the baseline on train examples; keep the traces for demos and the proposer."""
-        per = max(self.best.calls_per_example, 1.0)
-        remaining = self.meter.remaining
-        affordable = len(self.train.examples) if remaining is None else int(0.2 * remaining / per)
-        count = min(self.settings.bootstrap, len(self.train.examples), affordable)
+        count = self._bootstrap_size()
         if count < 1:
             return
         examples = self.rng.sample(self.train.examples, count)
         self._emit("bootstrap", message=f"bootstrapping demos from {count} train examples")
         assert self.best.plan is not None
-        for done in await self.evaluator.run(self.best.plan, examples):
-            self.best.held_out[done.example.index] = done.score
-            run_id = done.result.outcome.run_id
-            if run_id and done.score < 1:
-                self.failing.append((done.example, run_id))
+        self.traces = await self._traces(self.best.plan, examples)
+        for trace in self.traces:
+            self.best.held_out[trace.example.index] = trace.score
+            if trace.run_id and trace.score < 1:
+                self.failing.append((trace.example, trace.run_id))
+
+    def _bootstrap_size(self) -> int:
+        """Train examples a bootstrap runs: the setting, at most a fifth of the remaining budget."""
+        per = max(self.best.calls_per_example, 1.0)
+        remaining = self.meter.remaining
+        affordable = len(self.train.examples) if remaining is None else int(0.2 * remaining / per)
+        return min(self.settings.bootstrap, len(self.train.examples), affordable)
+
+    async def _traces(self, plan: Plan, examples: list[Example]) -> list[Trace]:
+        """Runs of a flow on train examples, as the bootstrapper and the proposer read them."""
+        traces = []
+        for done in await self.evaluator.run(plan, examples):
+            outcome = done.result.outcome
+            run_id = outcome.run_id
             steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
             cut = demo_pools.truncated(self.evaluator.store.calls(run_id)) if run_id else frozenset()
-            outcome = done.result.outcome
-            self.traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps, cut))
+            traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps, cut, run_id))
+        return traces
+
+    async def _bootstrap_joint(self) -> None:
+        """On a flow with several tunable nodes, pool the good runs that give every node its demos
+        at once (`joint`). Nodes with no instructions get the signature sentence, and the runs are
+        then made anew with it, on the bootstrap's first train examples: a few at first, and more
+        only when those gave a good run."""
+        assert self.best.plan is not None
+        plan = self.best.plan
+        nodes = joint.eligible([n for n in tunable_nodes(self.flow) if not self._writes_expressions(n.id)])
+        if len(nodes) < 2 or not self.traces:
+            return
+        edits = joint.instructed(nodes, {n.id: plan.nodes[n.id].node.config.model_dump() for n in nodes})
+        traces = self.traces
+        if edits:
+            signed = Candidate("joint", edits, "signature instructions")
+            build(signed, self.flow, self.models)
+            assert signed.plan is not None
+            examples = [trace.example for trace in self.traces][: min(JOINT_RUNS, self._bootstrap_size())]
+            self._emit("bootstrap", message=f"bootstrapping joint demos from {len(examples)} train examples")
+            traces = await self._traces(signed.plan, examples[:JOINT_PROBE])
+            if any(trace.score >= demo_pools.GOOD for trace in traces):
+                traces += await self._traces(signed.plan, examples[JOINT_PROBE:])
+        self.joint = joint.pooled(nodes, traces, edits)
 
     async def _blame(self) -> None:
         """On a flow with several tunable nodes, blame a few failing bootstrap runs (counterfactual
@@ -490,7 +532,10 @@ class Search:
         aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
-        return round_moves(nodes, aliases, temperatures, self.rng, topology=topology, searched=self._searched_moves())
+        shared = joint.joint_moves(self.joint, self.rng) if self.joint is not None else []
+        return round_moves(
+            nodes, aliases, temperatures, self.rng, topology=topology, searched=self._searched_moves(), joint=shared
+        )
 
     def _writes_expressions(self, node: str | None) -> bool:
         """Whether the node writes expressions for a calculator in the best flow: the train answers
