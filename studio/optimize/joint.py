@@ -53,12 +53,12 @@ def instructed(nodes: Sequence[TunableNode], configs: Mapping[str, Mapping[str, 
 class JointPool:
     """Joint demos: one entry per good run, node id → that node's demo from the run."""
 
-    instructions: dict[Path, Any]
+    instructions: Mapping[Path, Any]
     """The signature edits the runs were made with (a joint move sets them too)."""
     runs: list[dict[str, dict[str, Any]]] = field(default_factory=list)
 
 
-def pooled(nodes: Sequence[TunableNode], traces: Sequence[Trace], instructions: dict[Path, Any]) -> JointPool:
+def pooled(nodes: Sequence[TunableNode], traces: Sequence[Trace], instructions: Mapping[Path, Any]) -> JointPool:
     """Every good run in which each node answered in full: its demos for all the nodes at once."""
     pool = JointPool(instructions)
     for trace in traces:

@@ -7,13 +7,13 @@ import random
 
 from studio.evaluate.datasets import Example
 from studio.flow.spec import load_flow, load_flow_text
-from studio.optimize.candidates import tunable_nodes
+from studio.optimize.candidates import Path, tunable_nodes
 from studio.optimize.demos import Trace
 from studio.optimize.joint import JointPool, instructed, joint_moves, pooled, signature
 from studio.store.base import StepRecord
 from tests.optimize.conftest import DEMO_RULES, MakeTask
 from tests.optimize.test_search import optimize
-from tests.optimize.test_searched import TWO_NODES, two_nodes
+from tests.optimize.test_searched import TWO_NODES, solved, two_nodes
 
 SIGNED_RULES = r"""      - {match: "(?s)produce the fields `extract`.*\"good\"[^\\n]*\\nKey:$", reply: good}
       - {match: "(?s)produce the fields `extract`.*\"bad\"[^\\n]*\\nKey:$", reply: bad}
@@ -39,7 +39,9 @@ def test_the_signature_names_the_template_variables_and_the_step() -> None:
 
 def test_joint_moves_set_every_node_from_the_same_runs() -> None:
     runs = [{"a": {"x": str(i), "text": f"a{i}"}, "b": {"y": f"a{i}", "text": f"b{i}"}} for i in range(6)]
-    signed = {("nodes", "a", "config", "instructions"): "Given the fields `x`, produce the fields `a`."}
+    signed: dict[Path, str] = {
+        ("nodes", "a", "config", "instructions"): "Given the fields `x`, produce the fields `a`."
+    }
     moves = joint_moves(JointPool(signed, runs), random.Random(0))
     assert [m.description for m in moves] == [
         "4 joint bootstrapped demos, with the signature instruction",
@@ -56,10 +58,7 @@ def test_joint_moves_set_every_node_from_the_same_runs() -> None:
 
 async def test_the_joint_move_with_the_signature_fixes_a_flow_no_single_node_move_fixes(make_task: MakeTask) -> None:
     task = two_nodes(make_task, SIGNED_RULES)
-    result, optimization = await optimize(task, 200, proposer="none")
-    report = result.report
-    assert report["before"]["dev"] == 0.0
-    assert report["after"]["dev"] == 1.0
+    report, optimization = await solved(task)
     assert "extract+answer: " in report["after"]["move"] and "joint bootstrapped demos" in report["after"]["move"]
     written = load_flow(report["flow_out"]).spec.nodes
     assert written["extract"].config["instructions"] == "Given the fields `note`, produce the fields `extract`."

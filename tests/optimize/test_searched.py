@@ -4,9 +4,11 @@ the only fix where the inner node has no labelled demos and no run is right to b
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from studio.flow.spec import load_flow
 from studio.optimize.moves import searched_moves
+from studio.optimize.optimization import Optimization
 from studio.optimize.searched import groups, overlap, spans
 from studio.runtime.compiler import compile_flow
 from tests.optimize.conftest import SCRIPTED_MODELS, MakeTask, Task, rows, write_jsonl
@@ -62,12 +64,18 @@ def two_nodes(make_task: MakeTask, rules: str) -> Task:
     return task
 
 
+async def solved(task: Task) -> tuple[dict[str, Any], Optimization]:
+    """The report and the optimization of `task` (200 calls, no proposer), once checked that the flow
+    as given gets every dev example wrong and the optimized flow every one right."""
+    result, optimization = await optimize(task, 200, proposer="none")
+    assert result.report["before"]["dev"] == 0.0
+    assert result.report["after"]["dev"] == 1.0
+    return result.report, optimization
+
+
 async def test_only_searched_demos_for_the_inner_node_fix_the_answer(make_task: MakeTask) -> None:
     task = two_nodes(make_task, KEY_RULES)
-    result, optimization = await optimize(task, 200, proposer="none")
-    report = result.report
-    assert report["before"]["dev"] == 0.0
-    assert report["after"]["dev"] == 1.0
+    report, optimization = await solved(task)
     assert "extract: " in report["after"]["move"] and "searched demos" in report["after"]["move"]
     demos = load_flow(report["flow_out"]).spec.nodes["extract"].config["demos"]
     assert demos and all(set(d) == {"note", "text"} for d in demos)
