@@ -60,7 +60,7 @@ BLAME_CALLS = 120
 JOINT_RUNS = 16
 """Train examples run with the signature instruction for joint demos, at most."""
 JOINT_PROBE = 4
-"""Of those, the first ones run; the rest only when one of these scored."""
+"""Of those, how many run first: the rest run only when one of these scored."""
 SEARCH_CALLS = 60
 """Model calls the demo search (`searched`) may spend at most (and a quarter of the remaining budget)."""
 """Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
