@@ -83,13 +83,20 @@ def bootstrapped(node: TunableNode, traces: list[Trace]) -> list[dict[str, Any]]
         good = [t for t in traces if t.score >= FAIR]
     demos = []
     for trace in good:
-        step = trace.steps.get(node.id)
-        if step is None or step.status != "succeeded" or not step.outputs or step.inputs is None:
-            continue
         if trace.truncated & _fed_by(node):
             continue  # the node's answer or one of its inputs was cut off at a token cap
-        demos.append(as_demo(node, dict(step.inputs), step.outputs.get(node.port, "")))
+        demo = traced_demo(node, trace)
+        if demo is not None:
+            demos.append(demo)
     return _unique(_valid(node, demos))
+
+
+def traced_demo(node: TunableNode, trace: Trace) -> dict[str, Any] | None:
+    """The node's inputs and answer in a run, as a demo; None when its step did not succeed."""
+    step = trace.steps.get(node.id)
+    if step is None or step.status != "succeeded" or not step.outputs or step.inputs is None:
+        return None
+    return as_demo(node, dict(step.inputs), step.outputs.get(node.port, ""))
 
 
 def _fed_by(node: TunableNode) -> set[str]:

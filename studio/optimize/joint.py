@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from studio.optimize.candidates import Path, TunableNode
-from studio.optimize.demos import GOOD, Trace, as_demo, expressible, well_formed
+from studio.optimize.demos import GOOD, Trace, expressible, traced_demo, well_formed
 from studio.optimize.moves import Move, config_path
 
 JOINT_SIZES = ((4, 2), (2, 1))
@@ -64,17 +64,10 @@ def pooled(nodes: Sequence[TunableNode], traces: Sequence[Trace], instructions: 
     for trace in traces:
         if trace.score < GOOD or trace.truncated & {node.id for node in nodes}:
             continue
-        demos = {node.id: _demo(node, trace) for node in nodes}
+        demos = {node.id: traced_demo(node, trace) for node in nodes}
         if all(demo is not None and well_formed(demo) for demo in demos.values()):
             pool.runs.append({node_id: demo for node_id, demo in demos.items() if demo is not None})
     return pool
-
-
-def _demo(node: TunableNode, trace: Trace) -> dict[str, Any] | None:
-    step = trace.steps.get(node.id)
-    if step is None or step.status != "succeeded" or not step.outputs or step.inputs is None:
-        return None
-    return as_demo(node, dict(step.inputs), step.outputs.get(node.port, ""))
 
 
 def joint_moves(pool: JointPool, rng: random.Random) -> list[Move]:

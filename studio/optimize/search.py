@@ -144,8 +144,6 @@ class Search:
         self.stopped = ""
         self.touched: dict[str, str | None] = {}
         """Candidate id → the node its move changed (None: a model alias or the graph)."""
-        self.failing: list[tuple[Example, str]] = []
-        """Bootstrap runs that scored below 1 (example, run id): what blame looks at."""
         self.blamed: dict[str, int] = {}
         """Node id → how many failing bootstrap runs blame put on it; its moves are tried first."""
         self.searched: Searched | None = None
@@ -153,6 +151,11 @@ class Search:
         self.joint: joint.JointPool | None = None
         """Good runs that give every tunable node its demos at once (`joint`), on multi-node flows."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
+
+    @property
+    def failing(self) -> list[tuple[Example, str]]:
+        """Bootstrap runs that scored below 1 (example, run id): what blame and the demo search look at."""
+        return [(t.example, t.run_id) for t in self.traces if t.run_id and t.score < 1]
 
     @cached_property
     def numeric(self) -> list[str]:
@@ -266,8 +269,6 @@ class Search:
         self.traces = await self._traces(self.best.plan, examples)
         for trace in self.traces:
             self.best.held_out[trace.example.index] = trace.score
-            if trace.run_id and trace.score < 1:
-                self.failing.append((trace.example, trace.run_id))
 
     def _bootstrap_size(self) -> int:
         """Train examples a bootstrap runs: the setting, at most a fifth of the remaining budget."""
