@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from nodes.llm_classify import PRIORS  # noqa: E402
 from studio.evaluate.tasks import write  # noqa: E402
 from studio.optimize import OptimizeOptions, optimize, prepare  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
@@ -69,7 +70,10 @@ def flow_file(task: str, folder: Path) -> Path:
 
 
 async def one(task: str, seed: int, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
-    """Optimize one task at one seed; the figures of that run."""
+    """Optimize one task at one seed; the figures of that run. The classify calibration priors an
+    earlier search asked are forgotten first, so no seed saves calls that a run alone would spend
+    (the model's prompt cache can still move a logprob slightly: see docs/benchmarks.md)."""
+    PRIORS.clear()
     files = write(task, folder, sizes=args.sizes, seed=seed)
     options = OptimizeOptions(
         flow=str(flow_file(task, folder)),

@@ -62,6 +62,10 @@ class Priors:
         self.known.move_to_end(key)
         return True, self.known[key]
 
+    def clear(self) -> None:
+        """Forget every prior, as a fresh process would (a benchmark's searches start alike)."""
+        self.known.clear()
+
     def put(self, key: tuple[str, str], prior: dict[str, float] | None) -> None:
         self.known[key] = prior
         self.known.move_to_end(key)

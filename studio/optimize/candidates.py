@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,13 @@ class Candidate:
     @property
     def calls_per_example(self) -> float:
         return sum(self.calls.values()) / len(self.calls) if self.calls else 0.0
+
+    @property
+    def typical_calls(self) -> float:
+        """Calls of a typical example (the median): what ties on score are broken by. A prompt's
+        one-time setup (classify's calibration, asked during the first example the prompt runs)
+        raises the mean of a candidate that changed the prompt, not the calls an example costs."""
+        return statistics.median(self.calls.values()) if self.calls else 0.0
 
     @property
     def cost_per_example(self) -> float:

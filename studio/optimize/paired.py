@@ -43,6 +43,12 @@ class Comparison:
         """Whether it is not worse: a tie, or a win too small to count as one."""
         return self.margin >= -1e-9
 
+    @property
+    def holds(self) -> bool:
+        """Whether it loses by at most one example's worth: on a race's early rung that is a tie
+        too (the margin rule both ways), so one unlucky example does not knock it out."""
+        return self.margin >= -MARGIN - 1e-9
+
     def as_json(self) -> dict[str, float | int]:
         """The report's numbers."""
         return {

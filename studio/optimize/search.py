@@ -109,6 +109,19 @@ def rung_sizes(minibatch: int, total: int) -> list[int]:
     return [*sizes, total]
 
 
+def ranking(candidates: list[Candidate], subset: list[int]) -> list[Candidate]:
+    """Candidates by score on `subset`; ties go to the cheaper per example, then to the fewer calls
+    of a typical example (`Candidate.typical_calls`), then to the earlier in the move order."""
+    return sorted(candidates, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.typical_calls))
+
+
+def going_on(ranked: list[Candidate], best: Candidate, subset: list[int], eta: int) -> list[Candidate]:
+    """The candidates a rung sends on: the top 1/eta of those ranked, less any that lost to the best
+    on `subset` by more than one example's worth (a one-example loss is a tie, as a one-example win is)."""
+    holding = [c for c in ranked if compare(c.scores, best.scores, subset).holds]
+    return holding[: max(1, math.ceil(len(ranked) / eta))]
+
+
 class Search:
     """One optimization: its candidates, the best so far, and why it stopped."""
 
@@ -407,7 +420,7 @@ class Search:
         if not winners and tied:
             winners = await self._tie_break(tied)
         if winners:
-            best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.calls_per_example))
+            best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.typical_calls))
             self._new_best(best)
         return True
 
@@ -433,15 +446,14 @@ class Search:
                 await self._evaluate(candidate, subset)
                 candidate.rung = rung
                 evaluated.append(candidate)
-            reference = self.best.score_on(subset)
-            evaluated = [c for c in evaluated if not self._same_prompts(c, subset)]
-            ranked = sorted(evaluated, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.calls_per_example))
+            ranked = ranking([c for c in evaluated if not self._same_prompts(c, subset)], subset)
             if size == len(order):
                 return self._decided(ranked, subset)
-            holding = [c for c in ranked if c.score_on(subset) >= reference]
             if rung == 0:
-                self.promising = [moves[c.id] for c in holding if c.score_on(subset) > reference]
-            alive = holding[: max(1, math.ceil(len(ranked) / self.settings.eta))]
+                self.promising = [
+                    moves[c.id] for c in ranked if compare(c.scores, self.best.scores, subset).margin > 1e-9
+                ]
+            alive = going_on(ranked, self.best, subset, self.settings.eta)
             self._emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
             if not alive:
                 return [], []

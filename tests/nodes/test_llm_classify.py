@@ -12,6 +12,7 @@ import yaml
 
 from nodes.llm_classify import (
     CONTENT_FREE,
+    PRIORS,
     Classify,
     label_mass,
     labels_begun_by,
@@ -213,6 +214,15 @@ async def test_priors_live_outside_the_node_keyed_by_model_and_prompt(
     await fresh.run(Classify.Inputs(text="y"), ctx(later))
     assert len(later.calls) == (1 + len(CONTENT_FREE) if asks_again else 1)
     assert not any("prior" in name for name in vars(fresh))  # the instance keeps nothing
+
+
+async def test_cleared_priors_are_asked_again_as_in_a_fresh_process() -> None:
+    top = {" other": log(0.5), " bug": log(0.3), " billing": log(0.2)}
+    llm = NamedLLM(uuid.uuid4().hex, *(scored(top) for _ in range(8)))
+    await node().run(Classify.Inputs(text="x"), ctx(llm))
+    PRIORS.clear()
+    await node().run(Classify.Inputs(text="y"), ctx(llm))
+    assert len(llm.calls) == 2 * (1 + len(CONTENT_FREE))
 
 
 def test_a_bound_model_identity_names_what_shapes_its_answers() -> None:

@@ -1,6 +1,7 @@
 """Only well-formed candidates race, and a win must be real: proposals are parsed (preambles,
 quotes, markdown and commentary go; empty, restating and near-duplicate ones are dropped and
-reported), demos show no empty or cut-off field, and a one-example win on dev is a tie."""
+reported), demos show no empty or cut-off field, and a one-example win on dev is a tie (as is a
+one-example loss on a race's rung)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from studio.flow.refs import Ref
 from studio.flow.spec import load_flow
 from studio.optimize import demos as demo_pools
 from studio.optimize import prepare
-from studio.optimize.candidates import TunableNode
+from studio.optimize.candidates import Candidate, TunableNode
 from studio.optimize.demos import Trace
 from studio.optimize.instructions import parse
 from studio.optimize.optimization import Optimization
 from studio.optimize.paired import compare
 from studio.optimize.proposers import proposed
+from studio.optimize.search import going_on, ranking
 from studio.store import MemoryStore
 from studio.store.base import CallRecord, StepRecord
 from tests.optimize.conftest import HALF_RULES, MakeTask, options, rows, write_jsonl
@@ -199,6 +201,30 @@ def test_a_paired_comparison_counts_wins_losses_and_confidence() -> None:
     assert not one.resolved_win and one.at_least_tie  # one example's worth is a tie
     many = compare(dict.fromkeys(range(8), 1.0), dict.fromkeys(range(8), 0.0), list(range(8)))
     assert many.resolved_win and many.confidence == pytest.approx(1 - 1 / 256)
+
+
+def test_a_one_example_loss_on_a_rung_is_a_tie_too_and_goes_on() -> None:
+    subset = list(range(8))
+    best = Candidate("c0", {}, "the flow as given", scores={i: float(i < 7) for i in subset})  # 7 of 8
+    lost_one = Candidate("c1", {}, "one example worse", scores={i: float(i < 6) for i in subset})
+    lost_two = Candidate("c2", {}, "two examples worse", scores={i: float(i < 5) for i in subset})
+    assert compare(lost_one.scores, best.scores, subset).holds
+    assert not compare(lost_two.scores, best.scores, subset).holds
+    assert going_on([lost_one, lost_two], best, subset, eta=3) == [lost_one]
+    assert going_on([lost_two], best, subset, eta=3) == []  # a clear loss is still dropped at once
+
+
+def test_ties_on_score_are_not_decided_by_a_prompts_one_time_calibration_calls() -> None:
+    """A candidate that changes a classify prompt asks that prompt's calibration during its first
+    example: its mean calls per example are higher, but a typical example costs the same."""
+    subset = list(range(8))
+    scores = dict.fromkeys(subset, 1.0)
+    recalibrated = Candidate("c1", {}, "joint demos", scores=dict(scores), calls={0: 5} | dict.fromkeys(subset[1:], 2))
+    same_prompt = Candidate("c2", {}, "searched demos", scores=dict(scores), calls=dict.fromkeys(subset, 2))
+    dearer = Candidate("c3", {}, "an ensemble", scores=dict(scores), calls=dict.fromkeys(subset, 4))
+    assert recalibrated.calls_per_example > same_prompt.calls_per_example
+    assert recalibrated.typical_calls == same_prompt.typical_calls == 2
+    assert ranking([dearer, recalibrated, same_prompt], subset) == [recalibrated, same_prompt, dearer]
 
 
 async def test_a_one_example_win_on_dev_is_a_tie_decided_on_held_out_train(make_task: MakeTask) -> None:
