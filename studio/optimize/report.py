@@ -74,6 +74,11 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "## Candidates",
         "",
+        "Each round races its candidates on nested dev minibatches (rung 0 first); the best third go on "
+        "unless they lose to the best there by more than one example. Equal scores go to the cheaper "
+        "per example, then to fewer calls on a typical example (a prompt's one-time calibration, "
+        "counted in `calls / example`, is not), then to the earlier move.",
+        "",
         "| candidate | parent | round | rung | dev examples | score | held-out train (ties) | calls / example | change |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

@@ -188,6 +188,7 @@ async def test_report_files_sit_beside_the_flow(make_task: MakeTask) -> None:
         assert (folder / name).is_file(), name
     markdown = (folder / "flow.optimized.report.md").read_text()
     assert "```diff" in markdown and "+      demos:" in markdown
+    assert "fewer calls on a typical example" in markdown  # how the race breaks ties, said where it shows
     assert "<svg" in (folder / "flow.optimized.pareto.svg").read_text()
     assert result.report["pareto"][-1]["score"] == 1.0
 
