@@ -99,10 +99,16 @@ class Candidate:
 
     @property
     def typical_calls(self) -> float:
-        """Calls of a typical example (the median): what ties on score are broken by. A prompt's
-        one-time setup (classify's calibration, asked during the first example the prompt runs)
-        raises the mean of a candidate that changed the prompt, not the calls an example costs."""
+        """Calls of a typical example (the median). A prompt's one-time setup (classify's
+        calibration, asked during the first example the prompt runs) raises the mean of a
+        candidate that changed the prompt, not the calls an example costs."""
         return statistics.median(self.calls.values()) if self.calls else 0.0
+
+    @property
+    def thrift(self) -> tuple[float, float]:
+        """What equal scores are decided by, lower first: cost per example, then a typical
+        example's calls (never the mean calls, which count one-time setup)."""
+        return self.cost_per_example, self.typical_calls
 
     @property
     def cost_per_example(self) -> float:

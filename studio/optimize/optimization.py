@@ -211,7 +211,7 @@ class Optimization:
             return min(full, key=lambda c: c.cost_per_example)
         if search.best in within:
             return search.best
-        return max(within, key=lambda c: (c.score, -c.cost_per_example, -c.typical_calls, c.id == "c0"))
+        return min(within, key=lambda c: (-c.score, *c.thrift, c.id != "c0"))
 
     async def _test(
         self, evaluator: Evaluator, before: Candidate, after: Candidate

@@ -110,9 +110,9 @@ def rung_sizes(minibatch: int, total: int) -> list[int]:
 
 
 def ranking(candidates: list[Candidate], subset: list[int]) -> list[Candidate]:
-    """Candidates by score on `subset`; ties go to the cheaper per example, then to the fewer calls
-    of a typical example (`Candidate.typical_calls`), then to the earlier in the move order."""
-    return sorted(candidates, key=lambda c: (-c.score_on(subset), c.cost_per_example, c.typical_calls))
+    """Candidates by score on `subset`; ties go to the thriftier (`Candidate.thrift`), then to the
+    earlier in the move order."""
+    return sorted(candidates, key=lambda c: (-c.score_on(subset), *c.thrift))
 
 
 def going_on(ranked: list[Candidate], best: Candidate, subset: list[int], eta: int) -> list[Candidate]:
@@ -420,7 +420,7 @@ class Search:
         if not winners and tied:
             winners = await self._tie_break(tied)
         if winners:
-            best = max(winners, key=lambda c: (c.score, -c.cost_per_example, -c.typical_calls))
+            best = min(winners, key=lambda c: (-c.score, *c.thrift))
             self._new_best(best)
         return True
 
