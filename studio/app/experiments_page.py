@@ -12,8 +12,9 @@ from typing import Any
 import streamlit as st
 
 from studio.app import batch_compare_panel, launch_forms, launches, optimize_panel
+from studio.app.nav import trace_link
 from studio.app.settings import open_store, settings
-from studio.app.widgets import ident, runs_table
+from studio.app.widgets import RUN_IN_LINK, ident, runs_table
 from studio.evaluate.blame import blame_of_experiment, culprit_rows
 from studio.store.base import ExperimentRecord, RunFilter, Store
 from studio.viewer import experiment_rows
@@ -104,7 +105,7 @@ def _body(was_busy: bool) -> None:
         summary.json(experiment.summary or {}, expanded=1)
     if blamed and blamed.get("runs"):
         st.markdown("**Likely culprits** (`flowstudio blame`: counterfactual re-runs of each failing example)")
-        st.dataframe(culprit_rows(blamed), hide_index=True, key="blame_table")
+        _culprits(blamed)
     more = f", first {EXAMPLES}" if total > EXAMPLES else ""
     st.markdown(f"**Examples** ({total} run{'s' if total != 1 else ''}{more}; failures first)")
     score = st.column_config.NumberColumn("score", format="%.3f")
@@ -112,6 +113,16 @@ def _body(was_busy: bool) -> None:
 
 
 _COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
+
+
+def _culprits(blamed: dict[str, Any]) -> None:
+    """The blamed runs, each linking to its trace opened on the likely culprit."""
+    culprits = {run["run_id"]: run["culprit"] for run in blamed["runs"].values()}
+    rows = culprit_rows(blamed)
+    for row in rows:
+        row["run"] = trace_link(row["run"], culprits.get(row["run"]))
+    run = st.column_config.LinkColumn("run", display_text=RUN_IN_LINK, help="Open the trace on the likely culprit")
+    st.dataframe(rows, hide_index=True, key="blame_table", column_config={"run": run})
 
 
 def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import streamlit as st
 from streamlit.navigation.page import StreamlitPage
 
@@ -47,6 +49,6 @@ def all_pages() -> list[StreamlitPage]:
     return [home_page(), runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
 
 
-def trace_link(run_id: str) -> str:
-    """A relative link to a run's trace, for link columns in tables."""
-    return f"traces?run={run_id}"
+def trace_link(run_id: str, node: str | None = None) -> str:
+    """A relative link to a run's trace (opened on `node`'s details when given), for link columns in tables."""
+    return f"traces?run={run_id}" + (f"&node={quote(node)}" if node else "")

@@ -164,26 +164,30 @@ def chart_spec(points: list[dict[str, Any]], x: str, size: int) -> dict[str, Any
 
 
 def table_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The candidate table: one row per scored candidate, its change and every change in full."""
+    """The candidate table: one row per scored candidate, what it changed (the node first, as in
+    `words: 2 searched demos`) right after its name, so that the change is read before the figures."""
     size = dev_size(summary)
     chosen = (summary.get("after") or {}).get("candidate")
     return [
         {
             "candidate": r["candidate"],
             "chosen": "✓" if r["candidate"] == chosen else "",
-            "parent": r.get("parent") or "",
-            "round": r.get("round"),
-            "dev examples": f"{r.get('examples', size)} of {size}",
-            "score": r["score"],
-            "USD / example": r.get("cost_per_example", 0.0),
-            "tokens / example": r.get("tokens_per_example", 0.0),
-            "calls / example": r.get("calls_per_example", 0.0),
             "change": r.get("move", ""),
+            "score": r["score"],
+            "dev examples": f"{r.get('examples', size)} of {size}",
+            "calls / example": r.get("calls_per_example", 0.0),
+            "tokens / example": r.get("tokens_per_example", 0.0),
+            "USD / example": r.get("cost_per_example", 0.0),
+            "round": r.get("round"),
+            "parent": r.get("parent") or "",
         }
         for r in summary.get("candidates", [])
     ]
 
 
+CHANGE_PX = 560
+"""Room for a move's whole name (about 75 characters: `words+classify: 4 joint bootstrapped demos, with
+the signature instruction`) in the table at 1440 px; longer ones are shown whole below it."""
 _COLUMNS = {
     "score": st.column_config.NumberColumn("score", format="%.3f"),
     "USD / example": st.column_config.NumberColumn("USD / example", format="%.6f"),
@@ -194,7 +198,7 @@ _COLUMNS = {
     "parent": st.column_config.TextColumn("parent", width="small"),
     "round": st.column_config.NumberColumn("round", width="small"),
     "change": st.column_config.TextColumn(
-        "change", width="large", help="What it changed from its parent; pick the row for the whole text"
+        "change", width=CHANGE_PX, help="What it changed from its parent; pick the row for the whole text"
     ),
 }
 ROW_PX, TABLE_MOST_PX = 35, 600

@@ -55,6 +55,10 @@ def legend() -> None:
     st.markdown(" ".join(badge(status) for status in _BADGES))
 
 
+RUN_IN_LINK = r"run=([^&]+)"
+"""What a trace link column shows: the run id out of `traces?run=ID[&node=NODE]`."""
+
+
 def runs_table(rows: list[dict[str, Any]], key: str, **columns: Any) -> None:
     """A table of runs whose `run` column links to each trace; `columns` adds column settings."""
     from studio.app.nav import trace_link
@@ -62,7 +66,7 @@ def runs_table(rows: list[dict[str, Any]], key: str, **columns: Any) -> None:
     for row in rows:
         row["run"] = trace_link(row["run"])
     settings = {
-        "run": st.column_config.LinkColumn("run", display_text=r"run=(.+)$", help="Open the trace"),
+        "run": st.column_config.LinkColumn("run", display_text=RUN_IN_LINK, help="Open the trace"),
         "cost_usd": st.column_config.NumberColumn("cost $", format="%.6f"),
         **columns,
     }

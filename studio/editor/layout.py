@@ -131,13 +131,14 @@ Placed = tuple[Layout, Size]
 
 def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) -> Placed:
     """Columns in bands of `per_band`, each band below the last; a column's cards stacked in
-    their order, the column centred on the band's tallest."""
+    their order, the column centred on the band's tallest (a tucked outputs card hangs below its
+    column and is left out of the centring, so the cards it sits under stay in line)."""
     placed: Layout = {}
     top = width = 0.0
     for start in range(0, len(columns), per_band):
         band = columns[start : start + per_band]
-        heights = [sum(sizes[n][1] for n in column) + CARD_GAP * (len(column) - 1) for column in band]
-        left = 0.0
+        heights = [_stacked(sizes, column[:-1] if _tucks(column) else column) for column in band]
+        left, bottom = 0.0, top
         for column, height in zip(band, heights, strict=True):
             column_width = max(sizes[n][0] for n in column)
             y = top + (max(heights) - height) / 2
@@ -145,9 +146,20 @@ def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) 
                 placed[n] = (round(left + (column_width - sizes[n][0]) / 2, 1), round(y, 1))
                 y += sizes[n][1] + CARD_GAP
             left += column_width + COLUMN_GAP
+            bottom = max(bottom, y - CARD_GAP)
         width = max(width, left - COLUMN_GAP)
-        top += max(heights) + BAND_GAP
+        top = bottom + BAND_GAP
     return placed, (width, top - BAND_GAP)
+
+
+def _stacked(sizes: Mapping[str, Size], column: list[str]) -> float:
+    """The height of a column's cards stacked with gaps."""
+    return sum(sizes[n][1] for n in column) + CARD_GAP * (len(column) - 1)
+
+
+def _tucks(column: list[str]) -> bool:
+    """Whether the column ends with the flow's outputs under other cards (see `_tucked`)."""
+    return len(column) > 1 and column[-1] == OUTPUTS
 
 
 def _lines(sizes: Mapping[str, Size], columns: list[list[str]], line_width: float) -> Placed:
@@ -165,11 +177,20 @@ def _lines(sizes: Mapping[str, Size], columns: list[list[str]], line_width: floa
     return placed, (width, top + tallest)
 
 
+def _tucked(columns: list[list[str]]) -> list[list[str]]:
+    """The columns with a last column of only the flow's outputs put under the column before it, so
+    that wrapping never leaves the outputs alone on a band of their own, under the inputs, at the
+    end of a wire drawn back across the whole canvas."""
+    if len(columns) > 1 and columns[-1] == [OUTPUTS]:
+        return [*columns[:-2], [*columns[-2], OUTPUTS]]
+    return columns
+
+
 def wrapped(layout: Mapping[str, Position], sizes: Mapping[str, Size], view: Size = READABLE_VIEW) -> Layout:
     """A left-to-right layout bigger than `view`, wrapped to fit it: its columns cut into bands of
     consecutive columns stacked top to bottom (read like lines of text), the most columns a band
-    that fit; else its cards in reading order as lines; else whichever shows it biggest. As it is
-    when it fits already."""
+    that fit (the outputs tucked under the last column where that saves a band); else its cards in
+    reading order as lines; else whichever shows it biggest. As it is when it fits already."""
     columns = _columns(layout, sizes)
     if not columns:
         return dict(layout)
@@ -178,7 +199,11 @@ def wrapped(layout: Mapping[str, Position], sizes: Mapping[str, Size], view: Siz
     width = max(x + sizes[n][0] for n, (x, _) in layout.items()) - left
     height = max(y + sizes[n][1] for n, (_, y) in layout.items()) - top
     candidates = [(dict(layout), (width, height))]
-    candidates += [_banded(sizes, columns, per_band) for per_band in range(len(columns) - 1, 0, -1)]
+    tucked = _tucked(columns)
+    for per_band in range(len(columns) - 1, 0, -1):
+        if tucked != columns:
+            candidates.append(_banded(sizes, tucked, per_band))
+        candidates.append(_banded(sizes, columns, per_band))
     candidates.append(_lines(sizes, columns, view[0]))
 
     def scale(candidate: Placed) -> float:

@@ -117,6 +117,7 @@ def test_candidate_table_and_details_show_every_change_in_full(
     store.close()
     rows = table_rows(summary)
     assert rows[-1]["change"] == last["move"], "the table carries the whole text, not a cut"
+    assert list(rows[-1])[:3] == ["candidate", "chosen", "change"], "what changed is read before the figures"
     assert [r["candidate"] for r in rows if r["chosen"]] == [chosen]
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     monkeypatch.setenv(DIR_ENV, str(task.folder))

@@ -69,3 +69,18 @@ def test_big_flows_keep_the_left_to_right_layout(tmp_path: Path) -> None:
     assert _extent(layout, sizes)[0] > 2 * READABLE_VIEW[0]  # fitted whole when opened, not wrapped
     assert layout[INPUTS][0] == min(x for x, _ in layout.values())
     assert layout[OUTPUTS][0] > layout["n0"][0]
+
+
+def test_a_wrap_tucks_the_outputs_under_the_last_card_instead_of_a_band_of_their_own() -> None:
+    """`ticket` (inputs, two wide LLM cards, outputs) is too wide for one line: the outputs go under
+    the last card, not alone on a second band under the inputs at the end of a wire drawn back
+    across the canvas; the cards they hang under stay in line."""
+    layout, sizes = _opened(Path(__file__).parents[2] / "bench" / "flows" / "ticket.yaml")
+    width, height = _extent(layout, sizes)
+    assert width <= READABLE_VIEW[0] and height <= READABLE_VIEW[1], (width, height)
+    (inputs_x, _), (words_x, words_y), (classify_x, classify_y) = (layout[n] for n in (INPUTS, "words", "classify"))
+    assert inputs_x < words_x < classify_x, "one line, read left to right"
+    assert abs(classify_y + sizes["classify"][1] / 2 - (words_y + sizes["words"][1] / 2)) < 1, "in line"
+    outputs_x, outputs_y = layout[OUTPUTS]
+    assert outputs_y >= classify_y + sizes["classify"][1], "under the last card"
+    assert classify_x <= outputs_x < classify_x + sizes["classify"][0], "under the last card, not the inputs"
