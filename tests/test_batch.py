@@ -14,6 +14,7 @@ import pytest
 
 from studio.errors import InputError
 from studio.evaluate.batch import BatchOptions, batch, confidence_interval, percentile, prepare_batch
+from studio.evaluate.summary import cache_text
 from studio.store import SQLiteStore
 from tests.conftest import CLI, FIXTURES, FLOWSTUDIO, ROOT
 
@@ -22,7 +23,7 @@ DATA = ROOT / "tests" / "data"
 SUMMARY_KEYS = {
     "experiment_id", "flow", "status", "metric", "examples", "succeeded", "failed", "metric_errors", "errors",
     "score", "score_ci", "cost_usd", "cost_per_example", "tokens", "latency_p50_s", "latency_p95_s", "ran",
-    "resumed", "seconds", "examples_per_s", "out",
+    "resumed", "seconds", "examples_per_s", "out", "calls", "cache_hits",
 }  # fmt: skip
 SLOW = """flowstudio: 1
 name: slow
@@ -189,6 +190,9 @@ async def test_second_batch_is_served_from_the_cache(
     second = await batch(options, store)
     assert len(ledger.read_text().splitlines()) == 2  # model calls: 0
     assert second.summary["score"] == first.summary["score"] == 1.0 and second.summary["tokens"] == 0
+    assert (first.summary["calls"], first.summary["cache_hits"]) == (2, 0)
+    assert (second.summary["calls"], second.summary["cache_hits"]) == (2, 2), "why tokens read 0, counted"
+    assert cache_text(second.summary) == "2 of 2 model calls from the LLM cache" and cache_text(first.summary) is None
     await batch(BatchOptions(flow=QA, data=str(DATA / "qa.jsonl"), limit=2, cache=False), store)
     assert len(ledger.read_text().splitlines()) == 4
 

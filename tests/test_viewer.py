@@ -11,7 +11,7 @@ import graphviz
 import pytest
 
 from studio.store import MemoryStore, SQLiteStore
-from studio.store.base import CallRecord, RunFilter, RunRecord, StepRecord
+from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, StepRecord
 from studio.viewer import (
     compare_rows,
     compare_runs,
@@ -33,6 +33,7 @@ from studio.viewer import (
     step_rows,
     total_cost,
 )
+from studio.viewer.results import cards
 from studio.viewer.trace import Trace
 from tests.app.seed import XSS, experiment, nested_run, seed_runs, two_inputs_run
 
@@ -290,3 +291,16 @@ def test_calls_without_steps_still_count() -> None:
     assert trace is not None and total_cost(trace) == 0.5
     detail = step_detail(trace, "x")
     assert detail is not None and detail.calls[0].messages[0].role == "prompt"
+
+
+def test_the_tokens_card_says_how_many_calls_the_cache_answered() -> None:
+    """A batch run again is answered from the LLM cache: 0 tokens, and the card says why."""
+    summary = {"score": 1.0, "examples": 2, "errors": 0, "tokens": 0, "cost_usd": 0.0, "calls": 4, "cache_hits": 4}
+    tokens = next(
+        card for card in cards(ExperimentRecord("e", "batch", "qa", summary=summary), []) if card[0] == "Tokens"
+    )
+    assert tokens == ("Tokens", "0", "4 of 4 model calls from the LLM cache")
+    fresh = {**summary, "tokens": 90, "cache_hits": 0}
+    assert (
+        next(c for c in cards(ExperimentRecord("e", "batch", "qa", summary=fresh), []) if c[0] == "Tokens")[2] is None
+    )

@@ -29,6 +29,10 @@ class Outcome:
     tokens: int
     cost_usd: float
     latency_s: float
+    calls: int = 0
+    """Model calls the run made in this process (0 for a run read back from the store)."""
+    cache_hits: int = 0
+    """Of those, the ones the LLM cache answered."""
 
 
 class Executor(Protocol):
@@ -98,6 +102,8 @@ async def _run_one(engine: Engine, plan: Plan, example: Example, experiment_id: 
         result.tokens,
         result.cost_usd,
         time.perf_counter() - start,
+        calls=sum(s.calls for s in result.steps),
+        cache_hits=sum(s.cache_hits for s in result.steps),
     )
 
 

@@ -193,7 +193,11 @@ class RayExecutor:
             self.store.cache_put(key, model, response)
         if paid:
             self.cache.put.remote(paid)
-        return Outcome(run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, data["latency_s"])
+        calls = [call for _, made in steps for call in made]
+        return Outcome(
+            run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, data["latency_s"],
+            calls=len(calls), cache_hits=sum(call.cache_hit for call in calls),
+        )  # fmt: skip
 
     def close(self) -> None:
         """Shut Ray down when this executor started it."""

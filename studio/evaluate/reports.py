@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from studio.evaluate.options import KIND
+from studio.evaluate.summary import cache_text
 from studio.secrets import escape_controls, mask
 from studio.store.base import ExperimentRecord
 
@@ -23,7 +24,7 @@ def experiment_row(record: ExperimentRecord) -> dict[str, Any]:
         "kind": record.kind,
         "flow": record.flow,
         "created_at": record.created_at,
-        "status": summary.get("status", "unfinished"),
+        "status": "unfinished" if record.summary is None else summary.get("status", "finished"),
         "examples": summary.get("examples", record.config.get("examples")),
         "score": summary.get("score"),
         "errors": summary.get("errors"),
@@ -32,29 +33,31 @@ def experiment_row(record: ExperimentRecord) -> dict[str, Any]:
 
 
 def print_experiments(records: list[ExperimentRecord], console: Console | None = None) -> None:
-    """Newest first; `kind` only when they are not all batches (it fits 80 columns without)."""
+    """Newest first, in 80 columns: `kind` only when they are not all batches, `cost $` only when
+    some experiment cost something (a local model's never do), errors out of the examples (`0/40`),
+    the flow's name folded if need be."""
+    rows = [experiment_row(record) for record in records]
     kinds = len({r.kind for r in records}) > 1 or any(r.kind != KIND for r in records)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    paid = any(row["cost_usd"] for row in rows)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     table.add_column("experiment", no_wrap=True)
     if kinds:
-        table.add_column("kind")
-    table.add_column("flow")
+        table.add_column("kind", no_wrap=True)
+    table.add_column("flow", min_width=8, overflow="fold")
     table.add_column("created", no_wrap=True)
     table.add_column("status", no_wrap=True)
-    for name in ("n", "score", "errors", "cost $"):
+    for name in ("score", "errors", *(["cost $"] if paid else [])):
         table.add_column(name, justify="right", no_wrap=True)
-    for record in records:
-        row = experiment_row(record)
+    for record, row in zip(records, rows, strict=True):
         table.add_row(
             record.experiment_id,
             *([record.kind] if kinds else []),
             record.flow,
             record.created_at[5:16].replace("T", " "),
-            "done" if row["status"] == "finished" else "unfinished",
-            "-" if row["examples"] is None else str(row["examples"]),
+            "done" if row["status"] == "finished" else str(row["status"]),
             "-" if row["score"] is None else f"{row['score']:.3f}",
-            "-" if row["errors"] is None else str(row["errors"]),
-            "-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}",
+            "-" if row["errors"] is None else f"{row['errors']}/{row['examples']}",
+            *([] if not paid else ["-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"]),
         )
     (console or Console()).print(table)
 
@@ -83,7 +86,8 @@ def print_summary(
         "errors", f"{summary['errors']} ({summary['failed']} failed runs, {summary['metric_errors']} metric errors)"
     )
     table.add_row("cost $", f"{summary['cost_usd']:.6f} total, {summary['cost_per_example']:.6f} per example")
-    table.add_row("tokens", str(summary["tokens"]))
+    cached = cache_text(summary)
+    table.add_row("tokens", f"{summary['tokens']} ({cached})" if cached else str(summary["tokens"]))
     table.add_row("latency", f"p50 {summary['latency_p50_s']:.3f} s, p95 {summary['latency_p95_s']:.3f} s per example")
     table.add_row("time", f"{summary['seconds']:.2f} s ({summary['examples_per_s']} examples/s)")
     if "judge" in summary:

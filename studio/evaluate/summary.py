@@ -102,6 +102,10 @@ class BatchSummary(Mapping[str, Any]):
     examples_per_s: float | None
     judge: dict[str, Any] | None = None
     """The LLM judge's calls, tokens and cost, when the metric is one."""
+    calls: int = 0
+    """Model calls the examples run by this call made."""
+    cache_hits: int = 0
+    """Of those, the ones the LLM cache answered: no tokens and no cost are counted for them."""
 
     def as_json(self) -> dict[str, Any]:
         """The summary as JSON (`judge` only when the metric is an LLM judge)."""
@@ -158,7 +162,16 @@ def summarise(
         seconds=round(seconds, 3),
         examples_per_s=round(ran / seconds, 2) if seconds > 0 else None,
         judge=judge,
+        calls=sum(o.calls for o in outcomes),
+        cache_hits=sum(o.cache_hits for o in outcomes),
     )
+
+
+def cache_text(summary: Mapping[str, Any]) -> str | None:
+    """`12 of 80 model calls from the LLM cache`, which is why tokens and cost can read 0; None when
+    the cache answered none (or the summary predates the count)."""
+    hits, calls = summary.get("cache_hits") or 0, summary.get("calls") or 0
+    return f"{hits} of {calls} model calls from the LLM cache" if hits else None
 
 
 def first_errors(results: list[ExampleResult], limit: int = 5) -> Iterator[str]:

@@ -92,6 +92,10 @@ class StepSummary:
     cost_usd: float
     seconds: float
     error: str | None = None
+    calls: int = 0
+    """Model calls the step made."""
+    cache_hits: int = 0
+    """Of those, the ones the LLM cache answered (they spend no tokens and cost nothing)."""
 
 
 @dataclass
@@ -350,8 +354,9 @@ class _Graph:
         if step.status == "failed" and self.failure is None:
             self.failure = f"node {step.node!r} failed: {step.error}"
         summary = StepSummary(
-            step.node, step.status, step.attempt, step.tokens, step.cost_usd, round(seconds, 4), step.error
-        )
+            step.node, step.status, step.attempt, step.tokens, step.cost_usd, round(seconds, 4), step.error,
+            calls=len(calls), cache_hits=sum(c.cache_hit for c in calls),
+        )  # fmt: skip
         self.shared.summaries.append(summary)
         self.shared.engine.emit("step_finished", run_id=self.shared.run.run_id, step=step, seconds=seconds, calls=calls)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from studio.errors import FlowError
 from studio.evaluate.datasets import read_rows
-from studio.evaluate.summary import percentile
+from studio.evaluate.summary import cache_text, percentile
 from studio.store.base import ExperimentRecord, RunRecord
 from studio.viewer.lists import human_seconds, short
 from studio.viewer.trace import seconds
@@ -112,7 +112,7 @@ def cards(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[tuple[str
         ("Score", score_text, ci_text),
         ("Errors", str(errors), f"of {examples} examples"),
         cost_card,
-        ("Tokens", str(tokens), None),
+        ("Tokens", str(tokens), cache_text(summary)),
         ("Latency p50", human_seconds(p50), None),
         ("Latency p95", human_seconds(p95), None),
     ]
