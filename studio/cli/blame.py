@@ -86,8 +86,8 @@ def blame(
 
 def _print(result: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
+    from studio.cli.reports import compact_table
     from studio.evaluate.blame import culprit_rows
 
     console = Console()
@@ -95,9 +95,16 @@ def _print(result: dict[str, Any]) -> None:
     if not runs:
         console.print("No failing examples: nothing to blame.")
         return
-    table = Table("example", "run", "culprit", "blame", "interval", "flipped by", "calls")
-    for row in culprit_rows(result):
-        table.add_row(*("-" if v is None else str(v) for v in row.values()))
+    table = compact_table()
+    table.add_column("example", justify="right")
+    table.add_column("run", no_wrap=True)
+    table.add_column("culprit", overflow="fold")
+    table.add_column("blame (95%)", no_wrap=True)
+    table.add_column("flipped by", no_wrap=True)
+    for row in culprit_rows(result, sep="\n"):  # a line per kind: 80 columns hold whole run ids
+        table.add_row(
+            str(row["example"]), row["run"], row["culprit"], f"{row['blame']}\n{row['interval']}", row["flipped by"]
+        )
     console.print(table)
     culprits = ", ".join(f"{node} ({count})" for node, count in result["culprits"].items()) or "none"
     console.print(

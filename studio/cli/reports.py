@@ -86,7 +86,7 @@ def print_run(result: RunResult, console: Console | None = None) -> None:
 
 def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
     """Full run ids (any unique prefix of one works in `trace`, `resume`, `rerun`); fits 80 columns."""
-    table = _table()
+    table = compact_table()
     table.add_column("run", no_wrap=True, min_width=16)
     table.add_column("flow", overflow="fold", min_width=8, ratio=1)
     for name in ("status", "started"):
@@ -121,7 +121,7 @@ def print_trace(
     ]  # fmt: skip
     headers = ("node", "status", "att", "tokens", "cost $", "secs")
     fixed = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    table = _table()
+    table = compact_table()
     for i, name in enumerate(headers):
         table.add_column(name, no_wrap=True, justify="right" if i > 1 else "left", min_width=fixed[i])
     spare = console.width - sum(fixed) - 2 * len(fixed)
@@ -139,7 +139,7 @@ def print_trace(
     )
 
 
-def _table() -> Table:
+def compact_table() -> Table:
     """A borderless table: columns two spaces apart, so more fits in 80 columns."""
     return Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
 

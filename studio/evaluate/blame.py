@@ -504,8 +504,9 @@ def blame_of_experiment(store: Store, experiment_id: str) -> dict[str, Any] | No
     return None
 
 
-def culprit_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per blamed run: its example, the likely culprit, its blame and interval, the calls."""
+def culprit_rows(summary: dict[str, Any], sep: str = ", ") -> list[dict[str, Any]]:
+    """One row per blamed run: its example, the likely culprit, its blame and interval, the calls
+    (`sep` between the kinds that flipped it)."""
     rows = []
     for run in (summary.get("runs") or {}).values():
         top = run["nodes"][0] if run["nodes"] else None
@@ -517,19 +518,19 @@ def culprit_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
                 "culprit": run["culprit"] or "(none found)",
                 "blame": _rate(top, strongest) if top else "-",
                 "interval": f"{top['low']:.2f}-{top['high']:.2f}" if top else "-",
-                "flipped by": flipped_by(top) if top else "-",
+                "flipped by": flipped_by(top, sep) if top else "-",
                 "calls": run["calls"],
             }
         )
     return rows
 
 
-def flipped_by(node: dict[str, Any]) -> str:
+def flipped_by(node: dict[str, Any], sep: str = ", ") -> str:
     """`demos 2/3 (5 calls), resample 0/8 (8 calls)`: each kind tried on a blamed node (as stored)."""
     tried = node.get("kinds") or {}
     if not tried:  # a blame stored before kinds were recorded: re-sampling only
         return f"resample {node['flips']}/{node['samples']} ({node['calls']} calls)"
-    return ", ".join(f"{kind} {t['flips']}/{t['samples']} ({t['calls']} calls)" for kind, t in tried.items())
+    return sep.join(f"{kind} {t['flips']}/{t['samples']} ({t['calls']} calls)" for kind, t in tried.items())
 
 
 def _rate(node: dict[str, Any], strongest: dict[str, Any] | None) -> str:

@@ -127,8 +127,10 @@ def test_cli_blames_an_experiment_and_the_studio_finds_it(cli: CLI, experiment: 
     stored = lib.blame_of_run(store, run["run_id"])
     assert stored is not None and stored["culprit"] == "check"
     store.close()
-    table = cli("blame", experiment_id, "--db", str(db), "--example", "0")
+    table = cli("blame", experiment_id, "--db", str(db), "--example", "0", env={"COLUMNS": "80"})
     assert table.code == 0 and "check" in table.out
+    assert run["run_id"] in table.out, "the whole run id, to paste into `trace`"
+    assert max(len(line) for line in table.out.splitlines()) <= 80, table.out
     alone = cli("blame", run["run_id"], "--db", str(db), "--json")  # a run of the experiment: its metric
     assert alone.code == 0 and alone.json()["runs"][run["run_id"]]["culprit"] == "check"
 
