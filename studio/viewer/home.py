@@ -7,7 +7,7 @@ from pathlib import Path
 
 from studio.errors import FlowError
 from studio.flow.loader import loads
-from studio.store.base import RunFilter, Store
+from studio.store.base import RunFilter, RunRecord, Store
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,7 @@ def flow_card(path: Path, store: Store) -> FlowCard:
             name = str(data.get("name") or path.stem)
             description = str(data.get("description") or "")
             nodes = len(data["nodes"]) if isinstance(data.get("nodes"), dict) else 0
-    runs = store.query_runs(RunFilter(flow=name), limit=1)
-    last = runs[0] if runs else None
+    last = _last_run(path, name, store)
     return FlowCard(
         path=path,
         name=name,
@@ -51,3 +50,15 @@ def flow_card(path: Path, store: Store) -> FlowCard:
         last_started=last.started_at[:19].replace("T", " ") if last else None,
         problem=problem,
     )
+
+
+RUNS_SEEN = 200
+"""How many of a flow name's newest runs are searched for one made from the card's file."""
+
+
+def _last_run(path: Path, name: str, store: Store) -> RunRecord | None:
+    """The newest run of the flow's name made from a file of this file's name (or recorded without
+    one), so that two files sharing a `name:`, such as a flow and the optimizer's copy of it, each
+    show their own last run."""
+    runs = store.query_runs(RunFilter(flow=name), limit=RUNS_SEEN)
+    return next((r for r in runs if r.flow_path is None or Path(r.flow_path).name == path.name), None)

@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from studio.app.settings import DIR_ENV
 from studio.store import SQLiteStore
+from studio.store.base import RunRecord
 from studio.viewer.home import flow_card
 from tests.app.seed import FLOWS
 
@@ -35,6 +36,26 @@ def test_a_card_says_name_description_size_and_last_run(seeded: tuple[Path, dict
     assert card.name == "failing" and card.nodes >= 1 and card.last_status == "failed"
     assert card.last_run_id is not None and card.last_started
     assert never.last_run_id is None and never.nodes == 1 and never.description == "Not yet."
+
+
+def test_two_files_sharing_a_name_each_show_their_own_last_run(tmp_path: Path) -> None:
+    """`flowstudio optimize --out` keeps the flow's `name:`: the copy's runs are not the input's."""
+    text = "flowstudio: 1\nname: ticket\nnodes:\n  a: {type: text.template}\n"
+    given, optimized, untried = (tmp_path / f for f in ("ticket.yaml", "ticket.opt.yaml", "ticket.new.yaml"))
+    for path in (given, optimized, untried):
+        path.write_text(text)
+    store = SQLiteStore(tmp_path / "db.sqlite")
+    try:
+        for run_id, path, started in (
+            ("r1", given, "2026-01-01T00:00:00"),
+            ("r2", "ticket.opt.yaml", "2026-01-02T00:00:00"),
+        ):
+            store.create_run(RunRecord(run_id, "ticket", str(path), "h", {}, started_at=started))
+        cards = {path.name: flow_card(path, store) for path in (given, optimized, untried)}
+    finally:
+        store.close()
+    assert cards["ticket.yaml"].last_run_id == "r1" and cards["ticket.opt.yaml"].last_run_id == "r2"
+    assert cards["ticket.new.yaml"].last_run_id is None, "never run, though its name has been"
 
 
 @pytest.fixture
