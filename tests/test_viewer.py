@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -256,6 +257,8 @@ def test_runs_list_rows_pages_and_day_filter() -> None:
     (row,) = run_rows([run])
     assert (row["run"], row["seconds"], row["steps"], row["started"]) == ("r", 2.5, 3, "2026-01-01 00:00:00")
     assert len(row["error"]) == 80
+    (fine,) = run_rows([replace(run, status="succeeded", error=None)])
+    assert fine["error"] == "—", "a dash, not the word None"
     assert [page_count(n) for n in (0, 1, 50, 51, 10_000)] == [1, 1, 1, 2, 200]
     assert [human_seconds(s) for s in (None, 0.5, 185, 7440, 90000)] == [
         "-",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from studio.store.base import ExperimentRecord, RunRecord
-from studio.viewer.lists import short
-from studio.viewer.results import MISSING, expected_by_inputs, shown_value
+from studio.viewer.lists import MISSING, short
+from studio.viewer.results import expected_by_inputs, shown_value
 
 Outcome = Literal["loss", "win", "tie", "only A", "only B"]
 OUTCOMES: tuple[Outcome, ...] = ("loss", "win", "tie", "only A", "only B")

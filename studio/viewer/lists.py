@@ -43,6 +43,10 @@ def short(value: Any, width: int = 80) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+MISSING = "—"
+"""What a table cell shows for no value (no error, no expected output)."""
+
+
 def run_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
     """The runs list: status, started, duration, steps, tokens, cost."""
     rows = []
@@ -58,7 +62,7 @@ def run_rows(runs: list[RunRecord]) -> list[dict[str, Any]]:
                 "steps": run.steps,
                 "tokens": run.tokens,
                 "cost_usd": round(run.cost_usd, 10),
-                "error": short(run.error) if run.error else None,
+                "error": short(run.error) if run.error else MISSING,
             }
         )
     return rows

@@ -11,10 +11,8 @@ from studio.errors import FlowError
 from studio.evaluate.datasets import read_rows
 from studio.evaluate.summary import cache_text, percentile
 from studio.store.base import ExperimentRecord, RunRecord
-from studio.viewer.lists import human_seconds, short
+from studio.viewer.lists import MISSING, human_seconds, short
 from studio.viewer.trace import seconds
-
-MISSING = "—"
 
 
 def _key(inputs: dict[str, Any]) -> str:
