@@ -201,7 +201,7 @@ def wrapped(layout: Mapping[str, Position], sizes: Mapping[str, Size], view: Siz
     candidates = [(dict(layout), (width, height))]
     tucked = _tucked(columns)
     for per_band in range(len(columns) - 1, 0, -1):
-        if tucked != columns:
+        if tucked != columns and len(columns) % per_band == 1:  # the outputs would be a band alone
             candidates.append(_banded(sizes, tucked, per_band))
         candidates.append(_banded(sizes, columns, per_band))
     candidates.append(_lines(sizes, columns, view[0]))

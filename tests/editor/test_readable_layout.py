@@ -84,3 +84,12 @@ def test_a_wrap_tucks_the_outputs_under_the_last_card_instead_of_a_band_of_their
     outputs_x, outputs_y = layout[OUTPUTS]
     assert outputs_y >= classify_y + sizes["classify"][1], "under the last card"
     assert classify_x <= outputs_x < classify_x + sizes["classify"][0], "under the last card, not the inputs"
+
+
+def test_outputs_that_share_a_band_are_not_tucked() -> None:
+    """approve-reply wraps into bands of three and two cards: the outputs already have company on
+    the second band, so they stay beside `send`, in reading order, not under it."""
+    layout, sizes = _opened(FLOWS / "approve-reply.yaml")
+    (send_x, send_y), (outputs_x, outputs_y) = layout["send"], layout[OUTPUTS]
+    assert outputs_x >= send_x + sizes["send"][0], "right of send"
+    assert outputs_y < send_y + sizes["send"][1] and send_y < outputs_y + sizes[OUTPUTS][1], "on its line"
