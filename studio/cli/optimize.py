@@ -18,6 +18,10 @@ from studio.cli.common import (
     print_json,
 )
 
+PRINTED = ("bootstrap", "blame", "search demos", "best", "round", "tie", "finished")
+"""Search events printed as lines (each once a search or once a round, so a log written without a
+terminal still says what the search did); the rest only update the progress bar's text."""
+
 
 @click.command()
 @click.argument("flow", type=click.Path(dir_okay=False))
@@ -193,7 +197,7 @@ def _optimize_with_progress(prepared: Any, store: Any) -> Any:
                 fields["alive"] = str(details["alive"])
             if details.get("message"):
                 fields["description"] = details["message"]
-                if event in ("best", "round", "tie", "finished"):
+                if event in PRINTED:
                     bar.console.print(details["message"], highlight=False)
             bar.update(task, **fields)
 

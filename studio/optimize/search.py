@@ -415,7 +415,11 @@ class Search:
             candidate.id = f"c{len(self.candidates)}"
             self._add(candidate)
             self._note_raced(move)
-        self._emit("round", message=f"round {number}: racing {len(racing)} candidates", alive=len(racing))
+        self._emit(
+            "round",
+            message=f"round {number}: racing {len(racing)} candidate{'s' if len(racing) != 1 else ''}",
+            alive=len(racing),
+        )
         winners, tied = await self._race(racing)
         if not winners and tied:
             winners = await self._tie_break(tied)

@@ -67,6 +67,8 @@ def test_people_get_a_summary_table(make_task: MakeTask) -> None:
     done = CliRunner().invoke(main, args(task))
     assert done.exit_code == 0, done.output
     assert "before" in done.stdout and "after" in done.stdout and "flow.optimized.yaml" in done.stdout
+    said = done.stderr  # what a log without a terminal keeps: each step of the search, as a line
+    assert "bootstrapping demos from" in said and "round 1: racing" in said and "search stopped" in said, said
 
 
 def _empty(task: Task) -> list[str]:
