@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, fields
@@ -99,10 +100,25 @@ def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connec
         cached_statements=cached_statements,
     )
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _wal(conn)
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, retrying for up to the busy timeout: when several processes open a new store at
+    once, one switches the file while the others' switch fails at once with "database is locked",
+    since SQLite does not call the busy handler there."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import time
 from pathlib import Path
 
 from studio.store import SQLiteStore
 from studio.store.base import RunRecord, StepRecord
+from tests.conftest import FLOWSTUDIO, ROOT
 
 
 def test_pragmas_and_schema_version(tmp_path: Path) -> None:
@@ -45,3 +48,27 @@ def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
     indexes = {r[1] for r in store.conn.execute("PRAGMA index_list(runs)")}
     assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
     assert any("experiment_id" in name for name in indexes)
+
+
+OPEN = """import sys, time
+from studio.store import SQLiteStore
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+SQLiteStore(sys.argv[1]).close()
+"""
+
+
+def test_processes_opening_a_new_store_at_the_same_instant_all_get_it(tmp_path: Path) -> None:
+    """The first to switch a new file to WAL holds it; SQLite fails the others' switch at once (no
+    busy handler), so each open retries: without that, about one open in nine failed here."""
+    python = str(Path(FLOWSTUDIO).parent / "python")
+    for attempt in range(6):
+        db = tmp_path / f"fresh{attempt}.db"
+        start = str(time.time() + 1.5)  # after every interpreter has started
+        opens = [
+            subprocess.Popen([python, "-c", OPEN, str(db), start], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        errors = [process.communicate(timeout=60)[1] for process in opens]
+        assert all(process.returncode == 0 for process in opens), errors
