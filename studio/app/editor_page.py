@@ -84,6 +84,19 @@ def _new_flow_form(folder: Path, files: list[Path]) -> None:
             st.rerun()
 
 
+LINKED = "editor_flow_linked"
+"""The `?flow=` last shown in the URL, so that the URL opens a flow once and then follows the picker."""
+
+
+def _linked(folder: Path, files: list[Path]) -> Path | None:
+    """The flow a link opens (`editor?flow=flows/x.yaml`, relative to the folder), when the URL names
+    one other than the URL this page last wrote."""
+    named = st.query_params.get("flow")
+    if not named or named == st.session_state.get(LINKED):
+        return None
+    return next((f for f in files if str(f.relative_to(folder)) == named), None)
+
+
 def _pick(folder: Path, files: list[Path]) -> Editor | None:
     """The flow picker (in the toolbar row); the open editor for the chosen file."""
     if not files:
@@ -92,6 +105,8 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
     wanted = st.session_state.pop("editor_flow_next", None)  # a sub-flow the canvas asked to open
     if wanted in files:
         st.session_state["editor_flow"] = wanted
+    elif (linked := _linked(folder, files)) is not None:
+        st.session_state["editor_flow"] = linked
     if st.session_state.get("editor_flow") not in files:
         st.session_state["editor_flow"] = files[0]
     path = st.selectbox(
@@ -101,6 +116,7 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
         key="editor_flow",
         label_visibility="collapsed",
     )
+    st.session_state[LINKED] = st.query_params["flow"] = str(path.relative_to(folder))
     editors = _editors()
     editor = editors.get(str(path))
     if editor is not None and editor.changed_on_disk() and not _keep_or_reload(editor):

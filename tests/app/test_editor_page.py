@@ -77,3 +77,15 @@ def test_the_yaml_view_refuses_bad_yaml_and_changes_nothing(folder: Path) -> Non
     page.button(key="editor_apply_yaml").click().run()
     assert page.error and "commented.yaml:3: invalid YAML" in page.error[0].value  # file and line
     assert page.session_state["editors"][str(folder / "commented.yaml")].flow.text == before
+
+
+def test_a_link_opens_the_flow_it_names_and_then_follows_the_picker(folder: Path) -> None:
+    shutil.copy(FIXTURES / "chain.yaml", folder / "chain.yaml")
+    page = AppTest.from_function(_editor_page, default_timeout=TIMEOUT)
+    page.query_params["flow"] = "commented.yaml"  # not the first file: the link, not the default
+    page.run()
+    assert not page.exception, page.exception
+    assert folder_path(page) == folder / "commented.yaml"
+    page.selectbox(key="editor_flow").select(folder / "chain.yaml").run()
+    assert folder_path(page) == folder / "chain.yaml", "the picker wins over the URL it wrote"
+    assert page.query_params["flow"] == "chain.yaml", "and the URL follows, to be shared"
