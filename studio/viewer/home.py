@@ -60,5 +60,9 @@ def _last_run(path: Path, name: str, store: Store) -> RunRecord | None:
     """The newest run of the flow's name made from a file of this file's name (or recorded without
     one), so that two files sharing a `name:`, such as a flow and the optimizer's copy of it, each
     show their own last run."""
-    runs = store.query_runs(RunFilter(flow=name), limit=RUNS_SEEN)
-    return next((r for r in runs if r.flow_path is None or Path(r.flow_path).name == path.name), None)
+    for limit in (1, RUNS_SEEN):  # the newest is usually this file's: one row, then look further
+        runs = store.query_runs(RunFilter(flow=name), limit=limit)
+        mine = next((r for r in runs if r.flow_path is None or Path(r.flow_path).name == path.name), None)
+        if mine is not None or len(runs) < limit:
+            return mine
+    return None
