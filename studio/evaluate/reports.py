@@ -39,6 +39,8 @@ def print_experiments(records: list[ExperimentRecord], console: Console | None =
     rows = [experiment_row(record) for record in records]
     kinds = len({r.kind for r in records}) > 1 or any(r.kind != KIND for r in records)
     paid = any(row["cost_usd"] for row in rows)
+    # the style of `studio.cli.reports.compact_table`, which this layer cannot import (and which
+    # cannot move here: `flowstudio run` would then load the whole evaluate package at start-up)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     table.add_column("experiment", no_wrap=True)
     if kinds:

@@ -454,9 +454,8 @@ class Search:
             if size == len(order):
                 return self._decided(ranked, subset)
             if rung == 0:
-                self.promising = [
-                    moves[c.id] for c in ranked if compare(c.scores, self.best.scores, subset).margin > 1e-9
-                ]
+                reference = self.best.score_on(subset)
+                self.promising = [moves[c.id] for c in ranked if c.score_on(subset) > reference]
             alive = going_on(ranked, self.best, subset, self.settings.eta)
             self._emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
             if not alive:
