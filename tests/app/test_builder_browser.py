@@ -197,6 +197,24 @@ def test_small_flows_are_whole_at_a_readable_zoom_and_a_minimap_shows_from_8_car
     shot(page, "mid-flow-minimap")
 
 
+LINK_WORDS_COVERED = """rf => [...rf.querySelectorAll('.react-flow__edge.fc-edge-guard .react-flow__edge-text')]
+  .map(text => text.getBoundingClientRect())
+  .filter(box => box.width === 0 || document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2)
+    ?.closest('.react-flow__node'))
+  .length"""
+"""How many guard links' `when` words are hidden under a card (or not drawn)."""
+
+
+def test_a_guard_links_word_is_never_hidden_under_a_card(page: Any, folder: Path) -> None:
+    """The `when` word sits above the guarded card, not mid-curve, where the demo flow's `reply`
+    card covered all of it but its first letter."""
+    for name, links in (("ticket-triage.yaml", 1), ("route-guarded.yaml", 2)):
+        open_flow(page, folder / name)
+        rf = canvas(page).locator(".react-flow")
+        sync_api.expect(rf.locator(".react-flow__edge.fc-edge-guard")).to_have_count(links, timeout=WAIT_MS)
+        assert rf.evaluate(LINK_WORDS_COVERED) == 0, name
+
+
 def test_the_canvas_shows_guards_models_descriptions_sub_flows_and_errors(page: Any, folder: Path) -> None:
     open_flow(page, folder / "route-guarded.yaml")
     frame = canvas(page)

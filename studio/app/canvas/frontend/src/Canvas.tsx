@@ -22,6 +22,7 @@ import { Banner } from "./Banner";
 import { ContextMenu, type MenuAt } from "./ContextMenu";
 import { STATUS_COLORS } from "./colors";
 import type { EventQueue } from "./events";
+import { EDGE_TYPES } from "./LinkEdge";
 import { FlowNode, type CanvasNode } from "./FlowNode";
 import { DRAG_TYPE, Palette } from "./Palette";
 import { Toolbar } from "./Toolbar";
@@ -277,6 +278,7 @@ function Editor({ graph, queue, dark }: Props) {
             nodes={nodes}
             edges={edges}
             nodeTypes={NODE_TYPES}
+            edgeTypes={EDGE_TYPES}
             onNodesChange={state.onNodesChange}
             onEdgesChange={state.onEdgesChange}
             onConnect={onConnect}

@@ -8,6 +8,7 @@ import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider, useNodesIn
 import { useCallback, useEffect, useRef } from "react";
 import { STATUS_COLORS } from "./colors";
 import type { EventQueue } from "./events";
+import { EDGE_TYPES } from "./LinkEdge";
 import { FlowNode, type CanvasNode } from "./FlowNode";
 import { MIN_ZOOM, READABLE_UP_TO, openingViewport } from "./fit";
 import "./readonly.css";
@@ -83,6 +84,7 @@ function Viewer({ graph, queue, dark }: Props) {
             nodes={nodes}
             edges={edges}
             nodeTypes={NODE_TYPES}
+            edgeTypes={EDGE_TYPES}
             onNodesChange={state.onNodesChange}
             onSelectionChange={onSelectionChange}
             nodesDraggable={false}

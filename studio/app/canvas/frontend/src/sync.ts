@@ -62,13 +62,13 @@ const GUARD_COLOR = "#d97706";
 const AFTER_COLOR = "#94a3b8";
 
 /** Data wires in their type's colour; conditional ones (into a guarded node) dashed; guard and `after` links apart. */
-function edgeLook(edge: GraphEdge): Pick<Edge, "style" | "label" | "className" | "animated"> {
+function edgeLook(edge: GraphEdge): Pick<Edge, "type" | "style" | "label" | "className" | "animated"> {
   const kind = edge.kind ?? "data";
   if (kind === "guard") {
-    return { style: { stroke: GUARD_COLOR, strokeDasharray: "6 4" }, label: "when", className: "fc-edge-guard" };
+    return { type: "link", style: { stroke: GUARD_COLOR, strokeDasharray: "6 4" }, label: "when", className: "fc-edge-guard" };
   }
   if (kind === "after") {
-    return { style: { stroke: AFTER_COLOR, strokeDasharray: "2 4" }, label: "after", className: "fc-edge-after" };
+    return { type: "link", style: { stroke: AFTER_COLOR, strokeDasharray: "2 4" }, label: "after", className: "fc-edge-after" };
   }
   const stroke = portColor(edge.type ?? "any");
   if (edge.conditional) return { style: { stroke, strokeDasharray: "6 4" }, className: "fc-edge-conditional" };
