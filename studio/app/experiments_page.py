@@ -44,18 +44,21 @@ def _states(store: Store) -> tuple[list[ExperimentRecord], dict[str, launches.St
     return experiments, states, known
 
 
-def _busy() -> bool:
+def _overview() -> tuple[bool, bool]:
+    """Whether anything is running or starting, and whether there is anything at all."""
     with open_store() as store:
         experiments, states, _ = _states(store)
         pending = launches.pending(settings().db, experiments)
-    return any(s in ("starting", "running") for s in states.values()) or any(s == "starting" for _, s in pending)
+    busy = any(s in ("starting", "running") for s in states.values()) or any(s == "starting" for _, s in pending)
+    return busy, bool(experiments or pending)
 
 
 def render() -> None:
-    """The start forms, then the list and the chosen experiment (refreshing while anything runs)."""
+    """The start forms (open while there is nothing else to show), then the list and the chosen
+    experiment (refreshing while anything runs)."""
     st.title("Experiments")
-    launch_forms.render()
-    busy = _busy()
+    busy, anything = _overview()
+    launch_forms.render(expanded=not anything)
     st.fragment(_body, run_every=REFRESH_S if busy else None)(busy)
 
 

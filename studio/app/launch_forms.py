@@ -188,9 +188,9 @@ def search_form() -> None:
         _started(launches.start(settings().db, "optimize", str(path), [str(a) for a in args], cwd=folder))
 
 
-def render() -> None:
-    """The two start forms, folded away until wanted."""
-    with st.expander("Start a batch or a search", expanded=False):
+def render(*, expanded: bool = False) -> None:
+    """The two start forms, folded away until wanted unless `expanded` (a first visit)."""
+    with st.expander("Start a batch or a search", expanded=expanded):
         batch_tab, search_tab = st.tabs(["Batch evaluation", "Optimizer search"])
         with batch_tab:
             batch_form()

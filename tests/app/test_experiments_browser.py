@@ -41,9 +41,10 @@ def _done(page: Any, pattern: re.Pattern[str] = PROGRESS) -> int:
 
 def _start(page: Any, concurrency: int) -> None:
     expect = sync_api.expect
-    opener = page.get_by_text("Start a batch or a search")
-    if not page.get_by_role("button", name="Start batch").is_visible():
-        opener.click()
+    forms = page.get_by_test_id("stExpander").locator("details").first  # open on a first visit
+    expect(forms).to_be_visible(timeout=WAIT_MS)
+    if forms.get_attribute("open") is None:
+        page.get_by_text("Start a batch or a search").click()
     box = page.get_by_label("Concurrency")
     box.fill(str(concurrency))
     box.press("Enter")
@@ -124,7 +125,8 @@ def test_start_watch_reload_and_read_a_search(browser: Any, make_task: MakeTask,
         try:
             page.goto(f"{url}/experiments")
             expect(page.get_by_role("heading", name="Experiments")).to_be_visible(timeout=WAIT_MS)
-            page.get_by_text("Start a batch or a search").click()
+            # nothing else to show yet: the start forms are open
+            expect(page.get_by_role("tab", name="Optimizer search")).to_be_visible(timeout=WAIT_MS)
             page.get_by_role("tab", name="Optimizer search").click()
             choose(page, "Train set", "train.jsonl")
             choose(page, "Dev set", "dev.jsonl")
