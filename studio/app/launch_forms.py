@@ -58,6 +58,37 @@ def columns_of(path: Path) -> list[str]:
         return []
 
 
+def _stamp(path: Path) -> int:
+    """The file's modification time, for caching what was read of it (0 when it is gone)."""
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _inputs(path: str, stamp: int) -> tuple[str, ...]:
+    """A flow's input names (none when it does not load); cached per file version."""
+    try:
+        return tuple(load_flow(Path(path)).spec.inputs)
+    except FlowError:
+        return ()
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _columns(path: str, stamp: int) -> tuple[str, ...]:
+    """`columns_of`, cached per file version."""
+    return tuple(columns_of(Path(path)))
+
+
+def fitting(flow: Path, datasets: list[Path], split: str = "") -> Path | None:
+    """The first dataset with a column for each of the flow's inputs (one whose name says `split`,
+    e.g. `dev`, first), so that a form opens on a pair that can run; None when no dataset fits."""
+    names = set(_inputs(str(flow), _stamp(flow)))
+    fits = [d for d in datasets if names and names <= set(_columns(str(d), _stamp(d)))]
+    return next((d for d in fits if split and split in d.stem), fits[0] if fits else None)
+
+
 def mapping_args(flow: Flow, columns: list[str], key: str) -> list[str]:
     """A column for each flow input and an expected column for each output, as --map/--expect."""
     args: list[str] = []
@@ -85,10 +116,13 @@ def mapping_args(flow: Flow, columns: list[str], key: str) -> list[str]:
     return args
 
 
-def _dataset(label: str, key: str, files: list[Path], folder: Path, *, optional: bool = False) -> Path | None:
+def _dataset(
+    label: str, key: str, files: list[Path], folder: Path, *, optional: bool = False, default: Path | None = None
+) -> Path | None:
     names = {str(p): _shown(p, folder) for p in files}
     options = ([NONE] if optional else []) + list(names) + [UPLOAD]
-    choice = st.selectbox(label, options, key=key, format_func=lambda o: names.get(o, o))
+    index = options.index(str(default)) if default is not None and str(default) in options else 0
+    choice = st.selectbox(label, options, index=index, key=key, format_func=lambda o: names.get(o, o))
     if choice == NONE:
         return None
     if choice != UPLOAD:
@@ -110,12 +144,14 @@ def _shown(path: Path, folder: Path) -> str:
         return f"uploaded: {path.name}"
 
 
-def _flow(key: str, folder: Path) -> tuple[Path, Flow] | None:
+def _flow(key: str, folder: Path, datasets: list[Path]) -> tuple[Path, Flow] | None:
+    """The flow picker, opening on the first flow some dataset can feed."""
     files = flow_files(folder)
     if not files:
         st.info(f"No flow files in {folder}.")
         return None
-    path = st.selectbox("Flow", files, key=f"{key}_flow", format_func=lambda p: str(p.relative_to(folder)))
+    index = next((i for i, f in enumerate(files) if fitting(f, datasets)), 0)
+    path = st.selectbox("Flow", files, index=index, key=f"{key}_flow", format_func=lambda p: str(p.relative_to(folder)))
     try:
         return path, load_flow(path)
     except FlowError as err:
@@ -133,11 +169,12 @@ def _started(record: launches.Launch) -> None:
 def batch_form() -> None:
     """Flow, dataset, columns, metric, concurrency; Start runs `flowstudio batch` in the background."""
     folder = settings().flows_dir
-    chosen = _flow("batch", folder)
+    files = data_files(folder)
+    chosen = _flow("batch", folder, files)
     if chosen is None:
         return
     path, flow = chosen
-    data = _dataset("Dataset", "batch_data", data_files(folder), folder)
+    data = _dataset("Dataset", "batch_data", files, folder, default=fitting(path, files))
     if data is None:
         st.caption("Pick a dataset or upload one.")
         return
@@ -155,14 +192,26 @@ def batch_form() -> None:
 def search_form() -> None:
     """Flow, train/dev/test, columns, metric, budget in calls and USD, proposer; Start runs `flowstudio optimize`."""
     folder = settings().flows_dir
-    chosen = _flow("search", folder)
+    files = data_files(folder)
+    chosen = _flow("search", folder, files)
     if chosen is None:
         return
     path, flow = chosen
-    files = data_files(folder)
-    train = _dataset("Train set (demos are drawn from it)", "search_train", files, folder)
-    dev = _dataset("Dev set (candidates are scored on it)", "search_dev", files, folder)
-    test = _dataset("Test set (held out, for the report)", "search_test", files, folder, optional=True)
+    train = _dataset(
+        "Train set (demos are drawn from it)", "search_train", files, folder, default=fitting(path, files, "train")
+    )
+    dev = _dataset(
+        "Dev set (candidates are scored on it)", "search_dev", files, folder, default=fitting(path, files, "dev")
+    )
+    test_file = fitting(path, files, "test")
+    test = _dataset(
+        "Test set (held out, for the report)",
+        "search_test",
+        files,
+        folder,
+        optional=True,
+        default=test_file if test_file is not None and "test" in test_file.stem else None,
+    )
     if train is None or dev is None:
         st.caption("Pick a train and a dev set.")
         return

@@ -130,6 +130,32 @@ def test_a_launch_that_fails_before_its_experiment_shows_its_error(tmp_path: Pat
     assert "dataset file not found" in launches.log_tail(launch)
 
 
+def test_the_forms_open_on_a_flow_and_datasets_that_fit_each_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the first flow and file by name: `ask.yaml` comes first, but only `qa.yaml` has data
+    with a column for each of its inputs; the search's splits go by their file names."""
+    folder = slow_folder(tmp_path, delay_s=0.0, copies=1)
+    (folder / "ask.yaml").write_text((folder / "qa.yaml").read_text().replace("question", "query"), encoding="utf-8")
+    rows = (folder / "data" / "qa.jsonl").read_text(encoding="utf-8")
+    for split in ("test", "dev", "train"):
+        (folder / "data" / f"qa-{split}.jsonl").write_text(rows, encoding="utf-8")
+    (folder / "data" / "notes.jsonl").write_text('{"text": "unrelated"}\n', encoding="utf-8")
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "s.db"))
+    monkeypatch.setenv(DIR_ENV, str(folder))
+    app = AppTest.from_function(_experiments_page, default_timeout=TIMEOUT)
+    app.run()
+    assert not app.exception, app.exception
+    assert app.selectbox(key="batch_flow").options == ["ask.yaml", "qa.yaml"]
+    data = folder / "data"
+    opened = {key: app.selectbox(key=key).value for key in ("batch_flow", "batch_data", "search_flow")}
+    qa = folder / "qa.yaml"
+    assert opened == {"batch_flow": qa, "batch_data": str(data / "qa-dev.jsonl"), "search_flow": qa}
+    splits = {split: app.selectbox(key=f"search_{split}").value for split in ("train", "dev", "test")}
+    assert splits == {split: str(data / f"qa-{split}.jsonl") for split in ("train", "dev", "test")}
+    assert app.selectbox(key="batch_map_question").value == "question"
+
+
 def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = slow_folder(tmp_path, delay_s=0.0, copies=1)
     db = tmp_path / "s.db"
@@ -178,6 +204,8 @@ def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, m
     app.run()
     app.selectbox(key="search_train").set_value(str(task.train))
     app.selectbox(key="search_dev").set_value(str(task.dev))
+    assert app.selectbox(key="search_test").value == str(task.folder / "test.jsonl")  # found by its name
+    app.selectbox(key="search_test").set_value("(none)")
     app.selectbox(key="search_metric").set_value("exact")
     app.number_input(key="search_calls").set_value(120)
     app.button(key="start_search").click().run()
