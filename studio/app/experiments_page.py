@@ -109,6 +109,8 @@ def _body(was_busy: bool) -> None:
     if blamed and blamed.get("runs"):
         st.markdown("**Likely culprits** (`flowstudio blame`: counterfactual re-runs of each failing example)")
         _culprits(blamed)
+    elif experiment.kind == "batch" and state == "finished":
+        _blame_hint(experiment)
     more = f", first {EXAMPLES}" if total > EXAMPLES else ""
     st.markdown(f"**Examples** ({total} run{'s' if total != 1 else ''}{more}; failures first)")
     score = st.column_config.NumberColumn("score", format="%.3f")
@@ -116,6 +118,19 @@ def _body(was_busy: bool) -> None:
 
 
 _COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
+
+
+def _blame_hint(experiment: ExperimentRecord) -> None:
+    """For a finished batch with wrong answers and no blame yet: the command that finds their culprits."""
+    scores = (experiment.summary or {}).get("scores")
+    wrong = [s for s in scores.values() if isinstance(s, int | float) and s < 1] if isinstance(scores, dict) else []
+    if wrong:
+        st.info(
+            f"{len(wrong)} example{'s' if len(wrong) != 1 else ''} scored below 1. To find which node made each "
+            f"answer wrong, run `flowstudio blame {experiment.experiment_id} --db {settings().db}`: it re-runs "
+            "each LLM node in other versions, upstream from the cache. The likely culprits then show here and "
+            "on each trace."
+        )
 
 
 def _culprits(blamed: dict[str, Any]) -> None:

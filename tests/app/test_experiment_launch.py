@@ -193,6 +193,9 @@ def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypat
     row = table[table["expected"] == "paris"].iloc[0]
     assert (row["got"], row["score"]) == ("Paris.", 1.0)
     assert all(link.startswith("traces?run=") for link in table["run"])
+    wrong = sum(1 for score in finished.summary["scores"].values() if score < 1)  # type: ignore[index]
+    (hint,) = [i.value for i in app.info if "flowstudio blame" in i.value]  # no blame yet: how to get one
+    assert hint.startswith(f"{wrong} example") and f"`flowstudio blame {finished.experiment_id} --db {db}`" in hint
 
 
 def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, monkeypatch: pytest.MonkeyPatch) -> None:

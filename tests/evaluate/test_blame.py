@@ -187,3 +187,4 @@ async def test_the_studio_shows_the_likely_culprit(
     table = next(t.value for t in page.dataframe if "culprit" in t.value.columns)
     assert list(table["culprit"]) == ["check"] and list(table["example"]) == [0]
     assert list(table["run"]) == [f"traces?run={blames[0].run_id}&node=check"], "opens the trace on the culprit"
+    assert not [i for i in page.info if "flowstudio blame" in i.value], "blamed already: no hint to blame"
