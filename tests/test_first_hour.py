@@ -349,4 +349,5 @@ def test_optimize_stops_after_a_first_minibatch_with_no_success(cli: CLI, tmp_pa
     )  # fmt: skip
     assert result.code == 1
     assert "all 4 runs of the first dev minibatch failed" in result.err and "auth" in result.err
+    assert "note: train and dev are the same examples: 15 of them (every third) are dev and 30" in result.err
     assert len(ledger.read_text(encoding="utf-8").splitlines()) == 4  # not the 300-call budget

@@ -215,6 +215,11 @@ def search_form() -> None:
     if train is None or dev is None:
         st.caption("Pick a train and a dev set.")
         return
+    if train == dev:
+        st.caption(
+            "Train and dev are the same file: the search splits it, every third example for dev, so that no "
+            "demo is an example the candidates are scored on."
+        )
     args: list[Any] = ["--train", str(train), "--dev", str(dev)]
     if test is not None:
         args += ["--test", str(test)]

@@ -123,6 +123,8 @@ def optimize(
 
     check_aliases(load_flow(flow), options.models, [judge, proposer, *EXTRA_ALIASES])
     prepared = prepare(options)
+    for note in prepared.notes:
+        click.echo(f"note: {note}", err=True)
     store = open_store(db)
     try:
         if as_json:

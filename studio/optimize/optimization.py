@@ -262,6 +262,7 @@ class Optimization:
             "budget": {"calls": self.options.budget_calls, "usd": self.options.budget_usd},
             "stopped": search.stopped,
             "dev_examples": len(p.dev.examples),
+            "notes": list(p.notes),
             "calls": self.meter.calls,
             "tokens": self.meter.tokens,
             "cost_usd": round(self.meter.cost_usd, 10),

@@ -2,19 +2,24 @@
 
 Refused with a clear message (exit 2 from the CLI) and no call made: a train set too small to
 learn from, a dev or test set without the expected column, a metric that gives 0 even to the
-expected values themselves, an unknown proposer alias, a flow with nothing to tune, and a budget
-too small to evaluate the flow on the dev set and one candidate on a minibatch.
+expected values themselves, an unknown proposer alias, a flow with nothing to tune, a budget
+too small to evaluate the flow on the dev set and one candidate on a minibatch, and a train set
+made mostly of dev examples. A demo must never be an example the candidates are scored on: train
+examples whose inputs a dev example has too are left out of train, and one set given as both is
+split (a third for dev). Test examples seen in train or dev are counted. Each of these is said in
+`Prepared.notes`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from studio.errors import InputError
-from studio.evaluate.datasets import DataError, Dataset, load_dataset
+from studio.evaluate.datasets import DataError, Dataset, Example, load_dataset
 from studio.evaluate.metrics import LLMJudge, Metric, resolve_metric
 from studio.flow.spec import Flow, load_flow
 from studio.optimize.candidates import tunable_nodes
@@ -25,6 +30,8 @@ from studio.store.memory import MemoryStore
 
 MIN_TRAIN = 4
 MIN_DEV = 2
+DEV_EVERY = 3
+"""When one set is given as both train and dev, every this-many-th distinct input goes to dev."""
 NO_PROPOSER = "none"
 
 
@@ -78,10 +85,75 @@ class Prepared:
     test: Dataset | None
     proposer: str | None
     out: Path
+    notes: tuple[str, ...] = ()
+    """What the checks changed or found that the user should know (printed before the search)."""
 
 
 def _dataset(path: str, plan: Plan, options: OptimizeOptions) -> Dataset:
     return load_dataset(path, plan, map_inputs=options.map_inputs, expect=options.expect)
+
+
+def _key(example: Example) -> str:
+    """An example's identity: its flow inputs."""
+    return json.dumps(example.inputs, sort_keys=True, default=str)
+
+
+def _seen(dataset: Dataset) -> set[str]:
+    return {_key(e) for e in dataset.examples}
+
+
+def _only(dataset: Dataset, examples: list[Example]) -> Dataset:
+    """The dataset with only these examples, numbered again from 0 (the search finds an example by
+    its index); each keeps its line in the file."""
+    return replace(dataset, examples=[replace(e, index=i) for i, e in enumerate(examples)])
+
+
+def _split(train: Dataset, dev: Dataset) -> tuple[Dataset, Dataset, list[str]]:
+    """One set of examples given as both train and dev: every third distinct input (from the
+    first) for dev, the rest for train, so that the two share nothing."""
+    keys = list(dict.fromkeys(_key(e) for e in dev.examples))
+    for_dev = set(keys[::DEV_EVERY])
+    dev_part = [e for e in dev.examples if _key(e) in for_dev]
+    train_part = [e for e in train.examples if _key(e) not in for_dev]
+    note = (
+        f"train and dev are the same examples: {len(dev_part)} of them (every third) are dev and {len(train_part)} "
+        "are train, so that no demo is an example candidates are scored on"
+    )
+    return _only(train, train_part), _only(dev, dev_part), [note]
+
+
+def _apart(train: Dataset, dev: Dataset) -> tuple[Dataset, Dataset, list[str]]:
+    """Train and dev with no example in both: train less dev's examples, or one set split in two
+    when both are the same; refused when too few train examples are left."""
+    in_dev = _seen(dev)
+    kept = [e for e in train.examples if _key(e) not in in_dev]
+    shared = len(train.examples) - len(kept)
+    if not shared:
+        return train, dev, []
+    if _seen(train) == in_dev and len(in_dev) >= MIN_TRAIN + MIN_DEV:
+        return _split(train, dev)
+    if len(kept) < MIN_TRAIN:
+        raise DataError(
+            f"{shared} of the train set's {len(train.examples)} examples are in the dev set too (same inputs), which "
+            f"leaves {len(kept)}; the optimizer needs at least {MIN_TRAIN} train examples that dev does not have, "
+            "since demos drawn from the examples candidates are scored on would make the dev score meaningless. "
+            "Give --train and --dev separate examples",
+            file=str(train.path),
+        )
+    note = f"{shared} train example{'s' if shared != 1 else ''} also in the dev set (same inputs) left out of train"
+    return _only(train, kept), dev, [f"{note}, so no demo is an example candidates are scored on"]
+
+
+def _test_overlap(test: Dataset | None, train: Dataset, dev: Dataset) -> list[str]:
+    """A note when test examples are in train or dev too (their test score is not held out)."""
+    if test is None:
+        return []
+    shared = len(_seen(test) & (_seen(train) | _seen(dev)))
+    if not shared:
+        return []
+    return [
+        f"{shared} of {len(test.examples)} test examples are in train or dev too: the test score is not all held out"
+    ]
 
 
 def _same_columns(reference: Dataset, other: Dataset, option: str) -> None:
@@ -157,6 +229,8 @@ def prepare(options: OptimizeOptions) -> Prepared:
     test = _dataset(options.test, plan, options) if options.test else None
     if test is not None:
         _same_columns(train, test, "--test")
+    notes = _test_overlap(test, train, dev)
+    train, dev, apart = _apart(train, dev)
     metric = resolve_metric(options.metric, expect=dev.expect, plan=plan, judge=options.judge, rubric=options.rubric)
     check_metric(metric, [train, dev])
     proposer = _proposer_alias(options, plan)
@@ -171,7 +245,7 @@ def prepare(options: OptimizeOptions) -> Prepared:
     if options.budget_usd is not None and options.budget_usd <= 0:
         raise InputError("--budget-usd must be more than 0", field="--budget-usd")
     Engine(MemoryStore()).check_models(plan)  # a bad model setting fails here, before any call
-    return Prepared(options, flow, plan, train, dev, test, proposer, out)
+    return Prepared(options, flow, plan, train, dev, test, proposer, out, notes=(*apart, *notes))
 
 
 def _proposer_alias(options: OptimizeOptions, plan: Plan) -> str | None:

@@ -43,6 +43,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         f"Optimized flow: `{report['flow_out']}` (candidate {after['candidate']}: {after['move']})",
         "",
+        *(f"Note: {note}." for note in report.get("notes", ())),
+        *([""] if report.get("notes") else []),
         "| | dev | test | dev - test | USD / example | tokens / example | calls / example |",
         "|---|---|---|---|---|---|---|",
     ]

@@ -154,6 +154,9 @@ def test_the_forms_open_on_a_flow_and_datasets_that_fit_each_other(
     splits = {split: app.selectbox(key=f"search_{split}").value for split in ("train", "dev", "test")}
     assert splits == {split: str(data / f"qa-{split}.jsonl") for split in ("train", "dev", "test")}
     assert app.selectbox(key="batch_map_question").value == "question"
+    assert not [c for c in app.caption if "the same file" in c.value]
+    app.selectbox(key="search_dev").set_value(str(data / "qa-train.jsonl")).run()
+    assert [c for c in app.caption if c.value.startswith("Train and dev are the same file: the search splits it")]
 
 
 def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -323,19 +323,28 @@ nodes:
 """
 )
 PAIRS = ((12, 7), (30, 45), (8, 9), (61, 23), (5, 77), (40, 2))
+TRAIN_PAIRS = ((3, 4), (14, 6), (22, 9), (50, 13), (7, 70), (19, 19))
+"""Train's questions: none of dev's (the optimizer leaves dev's examples out of train)."""
 
 
 def arithmetic_rules() -> str:
     """The model writes each question's expression right, but gets every answer wrong."""
     rules = [
         f'      - {{match: "What is {a} plus {b}\\\\?\\\\nAs an arithmetic expression:$", reply: "{a} + {b}"}}'
-        for a, b in PAIRS
+        for a, b in (*PAIRS, *TRAIN_PAIRS)
     ]
     return "\n".join([*rules, '      - {reply: "I think 1000"}'])
 
 
-def arithmetic_rows(n: int) -> list[dict[str, str]]:
-    return [{"question": f"What is {a} plus {b}?", "answer": str(a + b)} for a, b in (PAIRS * n)[:n]]
+def arithmetic_rows(n: int, pairs: tuple[tuple[int, int], ...] = PAIRS) -> list[dict[str, str]]:
+    return [{"question": f"What is {a} plus {b}?", "answer": str(a + b)} for a, b in (pairs * n)[:n]]
+
+
+def write_arithmetic(task: Task) -> None:
+    """12 train questions, 12 dev and 6 test, train's apart from the others."""
+    write_jsonl(task.train, arithmetic_rows(12, TRAIN_PAIRS))
+    write_jsonl(task.dev, arithmetic_rows(12))
+    write_jsonl(task.test, arithmetic_rows(6))
 
 
 def test_calculate_turns_the_answering_node_into_an_expression_writer() -> None:
@@ -381,8 +390,7 @@ def test_numeric_outputs_are_those_every_train_answer_is_a_number_for(tmp_path: 
 async def test_the_calculator_wins_where_the_model_writes_expressions_but_not_answers(make_task: MakeTask) -> None:
     task = make_task(NOTHING_RULES)
     task.flow.write_text(ARITHMETIC.format(rules=arithmetic_rules()), encoding="utf-8")
-    for path, n in ((task.train, 12), (task.dev, 12), (task.test, 6)):
-        write_jsonl(path, arithmetic_rows(n))
+    write_arithmetic(task)
     report, _ = await optimize(task)
     assert report["before"]["dev"] == 0.0
     assert report["after"]["dev"] == 1.0
@@ -398,8 +406,7 @@ async def test_no_move_made_from_the_old_answers_goes_onto_the_expression_writer
     c, d = PAIRS[-1]  # and one expression is wrong, so the search goes on after the calculator wins
     rules = arithmetic_rules().replace(f'"{c} + {d}"', f'"{c} - {d}"')
     task.flow.write_text(ARITHMETIC.format(rules=f"{helped}\n{rules}"), encoding="utf-8")
-    for path, n in ((task.train, 12), (task.dev, 12), (task.test, 6)):
-        write_jsonl(path, arithmetic_rows(n))
+    write_arithmetic(task)
     report, optimization = await optimize(task)
     assert optimization.search is not None
     candidates = optimization.search.candidates
