@@ -325,7 +325,8 @@ def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str,
 
 
 async def optimized(folder: Path, store: SQLiteStore, budget: int) -> list[str]:
-    """Optimize the shape's flow on its own examples (train and dev) into `store`; the nodes the
+    """Optimize the shape's flow on its own examples (given as train and dev, which the optimizer
+    splits) into `store`; the nodes the
     chosen flow changed."""
     data = str(folder / "data.jsonl")
     options = OptimizeOptions(
