@@ -326,8 +326,7 @@ def write_shape(shape: str, folder: Path, examples: int, seed: int) -> dict[str,
 
 async def optimized(folder: Path, store: SQLiteStore, budget: int) -> list[str]:
     """Optimize the shape's flow on its own examples (given as train and dev, which the optimizer
-    splits) into `store`; the nodes the
-    chosen flow changed."""
+    splits) into `store`; the nodes the chosen flow changed."""
     data = str(folder / "data.jsonl")
     options = OptimizeOptions(
         flow=str(folder / "flow.yaml"), train=data, dev=data, metric="exact", budget_calls=budget, proposer="none"
