@@ -81,12 +81,16 @@ def _columns(path: str, stamp: int) -> tuple[str, ...]:
     return tuple(columns_of(Path(path)))
 
 
-def fitting(flow: Path, datasets: list[Path], split: str = "") -> Path | None:
-    """The first dataset with a column for each of the flow's inputs (one whose name says `split`,
-    e.g. `dev`, first), so that a form opens on a pair that can run; None when no dataset fits."""
+def fitting(flow: Path, datasets: list[Path]) -> list[Path]:
+    """The datasets with a column for each of the flow's inputs, so that a form can open on a pair
+    that runs (none when the flow does not load)."""
     names = set(_inputs(str(flow), _stamp(flow)))
-    fits = [d for d in datasets if names and names <= set(_columns(str(d), _stamp(d)))]
-    return next((d for d in fits if split and split in d.stem), fits[0] if fits else None)
+    return [d for d in datasets if names and names <= set(_columns(str(d), _stamp(d)))]
+
+
+def _named(fits: list[Path], split: str) -> Path | None:
+    """The first of `fits` whose file name says `split` (`qa-dev.jsonl` for `dev`)."""
+    return next((d for d in fits if split in d.stem), None)
 
 
 def mapping_args(flow: Flow, columns: list[str], key: str) -> list[str]:
@@ -174,7 +178,7 @@ def batch_form() -> None:
     if chosen is None:
         return
     path, flow = chosen
-    data = _dataset("Dataset", "batch_data", files, folder, default=fitting(path, files))
+    data = _dataset("Dataset", "batch_data", files, folder, default=next(iter(fitting(path, files)), None))
     if data is None:
         st.caption("Pick a dataset or upload one.")
         return
@@ -197,20 +201,16 @@ def search_form() -> None:
     if chosen is None:
         return
     path, flow = chosen
+    fits = fitting(path, files)
+    first = next(iter(fits), None)
     train = _dataset(
-        "Train set (demos are drawn from it)", "search_train", files, folder, default=fitting(path, files, "train")
+        "Train set (demos are drawn from it)", "search_train", files, folder, default=_named(fits, "train") or first
     )
     dev = _dataset(
-        "Dev set (candidates are scored on it)", "search_dev", files, folder, default=fitting(path, files, "dev")
+        "Dev set (candidates are scored on it)", "search_dev", files, folder, default=_named(fits, "dev") or first
     )
-    test_file = fitting(path, files, "test")
     test = _dataset(
-        "Test set (held out, for the report)",
-        "search_test",
-        files,
-        folder,
-        optional=True,
-        default=test_file if test_file is not None and "test" in test_file.stem else None,
+        "Test set (held out, for the report)", "search_test", files, folder, optional=True, default=_named(fits, "test")
     )
     if train is None or dev is None:
         st.caption("Pick a train and a dev set.")
