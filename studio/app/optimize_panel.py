@@ -359,6 +359,8 @@ def render(summary: dict[str, Any], flow_name: str) -> None:
     if "candidates" not in summary:
         st.info("The search has not finished; its best flow so far is at " + str(summary.get("flow_out", "?")))
         return
+    for note in summary.get("notes", ()):
+        st.caption(f"Note: {note}.")
     st.markdown("**Candidates**")
     _table(summary)
     _details(summary)

@@ -61,11 +61,14 @@ def test_optimizer_experiment_page_and_saving_the_chosen_flow(
     make_task: MakeTask, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     task = make_task(DEMO_RULES)
+    with task.dev.open("a", encoding="utf-8") as dev:  # two train examples in dev too: left out of train
+        dev.write("".join(task.train.read_text(encoding="utf-8").splitlines(keepends=True)[:2]))
     db, out = _optimized(task)
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     monkeypatch.setenv(DIR_ENV, str(task.folder))
     app = AppTest.from_function(_experiments_page, default_timeout=30).run()
     assert not app.exception, app.exception
+    assert [c.value for c in app.caption if c.value.startswith("Note: 2 train examples also in the dev set")]
     assert any("+" in c.value and "demos" in c.value for c in app.code), "the YAML diff shows the added demos"
     app.text_input(key="chosen_name").input("chosen.yaml")
     _save_button(app).click().run()
