@@ -209,7 +209,7 @@ def _batch_with_progress(prepared: Any, store: Any) -> Any:
 @json_option
 @friendly
 def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str | None, as_json: bool) -> None:
-    """List experiments (batches, optimizer searches), newest first, or show one.
+    """List experiments (batches, optimizer searches, blames), newest first, or show one.
 
     Example: flowstudio experiments --json
     """
