@@ -193,15 +193,10 @@ def batch_form() -> None:
         _started(launches.start(settings().db, "batch", str(path), args, cwd=folder))
 
 
-def search_form() -> None:
-    """Flow, train/dev/test, columns, metric, budget in calls and USD, proposer; Start runs `flowstudio optimize`."""
-    folder = settings().flows_dir
-    files = data_files(folder)
-    chosen = _flow("search", folder, files)
-    if chosen is None:
-        return
-    path, flow = chosen
-    fits = fitting(path, files)
+def _splits(flow: Path, files: list[Path], folder: Path) -> tuple[Path | None, Path | None, Path | None]:
+    """The train, dev and (optional) test pickers, each opening on a file that fits the flow and is
+    named for its split; a word when train and dev are the same file."""
+    fits = fitting(flow, files)
     first = next(iter(fits), None)
     train = _dataset(
         "Train set (demos are drawn from it)", "search_train", files, folder, default=_named(fits, "train") or first
@@ -212,14 +207,26 @@ def search_form() -> None:
     test = _dataset(
         "Test set (held out, for the report)", "search_test", files, folder, optional=True, default=_named(fits, "test")
     )
-    if train is None or dev is None:
-        st.caption("Pick a train and a dev set.")
-        return
-    if train == dev:
+    if train is not None and train == dev:
         st.caption(
             "Train and dev are the same file: the search splits it, every third example for dev, so that no "
             "demo is an example the candidates are scored on."
         )
+    return train, dev, test
+
+
+def search_form() -> None:
+    """Flow, train/dev/test, columns, metric, budget in calls and USD, proposer; Start runs `flowstudio optimize`."""
+    folder = settings().flows_dir
+    files = data_files(folder)
+    chosen = _flow("search", folder, files)
+    if chosen is None:
+        return
+    path, flow = chosen
+    train, dev, test = _splits(path, files, folder)
+    if train is None or dev is None:
+        st.caption("Pick a train and a dev set.")
+        return
     args: list[Any] = ["--train", str(train), "--dev", str(dev)]
     if test is not None:
         args += ["--test", str(test)]
