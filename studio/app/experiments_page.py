@@ -109,8 +109,8 @@ def _body(was_busy: bool) -> None:
     if blamed and blamed.get("runs"):
         st.markdown("**Likely culprits** (`flowstudio blame`: counterfactual re-runs of each failing example)")
         _culprits(blamed)
-    elif experiment.kind == "batch" and state == "finished":
-        _blame_hint(experiment)
+    elif blamed is None and experiment.kind == "batch" and state == "finished":
+        _blame_offer(experiment, blaming=any(launch.flow == chosen and s == "starting" for launch, s in pending))
     more = f", first {EXAMPLES}" if total > EXAMPLES else ""
     st.markdown(f"**Examples** ({total} run{'s' if total != 1 else ''}{more}; failures first)")
     score = st.column_config.NumberColumn("score", format="%.3f")
@@ -120,17 +120,22 @@ def _body(was_busy: bool) -> None:
 _COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
 
 
-def _blame_hint(experiment: ExperimentRecord) -> None:
-    """For a finished batch with wrong answers and no blame yet: the command that finds their culprits."""
+def _blame_offer(experiment: ExperimentRecord, *, blaming: bool) -> None:
+    """For a finished batch with wrong answers and no blame yet: a button that finds their culprits
+    (`flowstudio blame` in the background; the table shows here when it is done), and its command."""
     scores = (experiment.summary or {}).get("scores")
     wrong = [s for s in scores.values() if isinstance(s, int | float) and s < 1] if isinstance(scores, dict) else []
-    if wrong:
-        st.info(
-            f"{len(wrong)} example{'s' if len(wrong) != 1 else ''} scored below 1. To find which node made each "
-            f"answer wrong, run `flowstudio blame {experiment.experiment_id} --db {settings().db}`: it re-runs "
-            "each LLM node in other versions, upstream from the cache. The likely culprits then show here and "
-            "on each trace."
-        )
+    if not wrong or blaming:
+        return
+    st.info(
+        f"{len(wrong)} example{'s' if len(wrong) != 1 else ''} scored below 1. **Find the culprits** re-runs each "
+        "LLM node of those examples in other versions, upstream from the cache, and names the node most likely to "
+        f"blame, as `flowstudio blame {experiment.experiment_id} --db {settings().db}` does. The culprits then "
+        "show here and on each trace."
+    )
+    if st.button("Find the culprits", key="start_blame"):
+        launches.start(settings().db, "blame", experiment.experiment_id, [], cwd=settings().flows_dir)
+        st.rerun()
 
 
 def _culprits(blamed: dict[str, Any]) -> None:
@@ -232,7 +237,9 @@ def _cards(experiment: ExperimentRecord, runs: list[Any]) -> None:
 
 def _pending(pending: list[tuple[launches.Launch, launches.State]]) -> None:
     for launch, state in pending[:5]:
-        if state == "starting":
+        if state == "starting" and launch.kind == "blame":
+            st.info(f"Finding the culprits of {launch.flow}'s wrong answers (process {launch.pid})…")
+        elif state == "starting":
             st.info(f"Starting {launch.kind} of {launch.flow} (process {launch.pid})…")
         else:
             with st.expander(f":red[{launch.kind} of {launch.flow} did not start] · {launch.started_at[:19]}"):

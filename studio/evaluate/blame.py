@@ -22,6 +22,7 @@ from typing import Any
 from studio.errors import FlowError, InputError, NodeError
 from studio.evaluate import counterfactuals as cf
 from studio.evaluate.counterfactuals import RESAMPLE, Alternative
+from studio.evaluate.live import tagged
 from studio.flow.refs import FLOW_INPUTS, refs_in
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.runtime.compiler import Plan, compile_flow
@@ -373,7 +374,7 @@ def save(store: Store, blames: list[RunBlame], *, flow: str, target: str, option
         "counterfactuals": list(options.counterfactuals),
     }
     store.create_experiment(ExperimentRecord(experiment_id=experiment_id, kind=KIND, flow=flow, config=config))
-    store.finish_experiment(experiment_id, summary(blames, target))
+    store.finish_experiment(experiment_id, tagged(summary(blames, target)))  # tied to its studio launch, if any
     return experiment_id
 
 

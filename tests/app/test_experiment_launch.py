@@ -197,8 +197,20 @@ def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypat
     assert (row["got"], row["score"]) == ("Paris.", 1.0)
     assert all(link.startswith("traces?run=") for link in table["run"])
     wrong = sum(1 for score in finished.summary["scores"].values() if score < 1)  # type: ignore[index]
-    (hint,) = [i.value for i in app.info if "flowstudio blame" in i.value]  # no blame yet: how to get one
+    (hint,) = [i.value for i in app.info if "flowstudio blame" in i.value]  # no blame yet: the offer
     assert hint.startswith(f"{wrong} example") and f"`flowstudio blame {finished.experiment_id} --db {db}`" in hint
+    app.button(key="start_blame").click().run()
+    assert not app.exception, app.exception
+    assert not [b for b in app.button if b.key == "start_blame"], "no second start while it runs (or once done)"
+    blaming = next(launch for launch in launches.launches(db) if launch.kind == "blame")
+    assert blaming.argv[3:] == ["blame", finished.experiment_id, "--json", "--db", str(db)]
+    blamed = wait_for(db, lambda e: e.kind == "blame" and e.summary is not None)
+    assert (blamed.config["target"], blamed.summary["launch"]) == (finished.experiment_id, blaming.token)  # type: ignore[index]
+    app.run()
+    assert not app.exception, app.exception
+    assert not [i for i in app.info if "flowstudio blame" in i.value], "blamed: no offer"
+    culprits = next(t.value for t in app.dataframe if "culprit" in t.value.columns)
+    assert len(culprits) == blamed.summary["failing"] > 0  # type: ignore[index]
 
 
 def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, monkeypatch: pytest.MonkeyPatch) -> None:
