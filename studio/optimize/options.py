@@ -13,12 +13,12 @@ split (a third for dev). Test examples seen in train or dev are counted. Each of
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from studio.errors import InputError
+from studio.evaluate.batch import input_key
 from studio.evaluate.datasets import DataError, Dataset, Example, load_dataset
 from studio.evaluate.metrics import LLMJudge, Metric, resolve_metric
 from studio.flow.spec import Flow, load_flow
@@ -94,8 +94,7 @@ def _dataset(path: str, plan: Plan, options: OptimizeOptions) -> Dataset:
 
 
 def _key(example: Example) -> str:
-    """An example's identity: its flow inputs."""
-    return json.dumps(example.inputs, sort_keys=True, default=str)
+    return input_key(example.inputs)
 
 
 def _seen(dataset: Dataset) -> set[str]:
