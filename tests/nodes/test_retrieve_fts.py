@@ -28,6 +28,8 @@ nodes:
         ("When is the phone line open?", ["support.md"]),
         ("How do I reset my password?", ["accounts.md"]),
         ("express shipping before 2 pm", ["shipping.md"]),
+        ("How long does a refund take?", ["refunds.md"]),  # FTS5's own IDF put shipping.md ("takes") first
+        ("What does the warranty not cover?", ["warranty.md"]),
         ("what is it?", []),
         ('"; DROP TABLE handbook; -- NEAR(refund*', ["refunds.md"]),
     ],
