@@ -1,4 +1,4 @@
-"""`control.join`: a list of every option that is not skipped."""
+"""`control.join`: a list of every option that is not skipped (`[]` when every one is)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ class Join(Node):
     """Gather branches into one list; skipped options are left out (a null from a node that ran stays)."""
 
     gathers: ClassVar[str | None] = "options"
+    gathers_none: ClassVar[bool] = True
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -27,7 +28,7 @@ class Join(Node):
 
     class Outputs(BaseModel):
         values: list[Any]
-        """Every option whose node ran. The node is skipped when none did."""
+        """Every option whose node ran; `[]` when none did."""
 
     config: Config
 

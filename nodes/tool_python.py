@@ -1,7 +1,12 @@
-"""`tool.python`: call a Python function by its tool name; ports follow its signature."""
+"""`tool.python`: call a Python function by its tool name; ports follow its signature.
+
+A parameter with a default is an optional input: a wire from a skipped node (or a null) leaves
+it at its default, as an optional template variable renders its default.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,7 +44,12 @@ class PythonTool(Node):
 
     def input_ports(self) -> dict[str, PortType]:
         tool = self._installed()
-        return tooling.input_ports(tool) if tool else {}
+        return ports_of(tool) if tool else {}
+
+    def ready_ports(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, PortType]:
+        """The ports of the flow's own tool too (known once the run has imported it)."""
+        tool = tools.get(self.config.tool) or self._installed()
+        return ports_of(tool) if tool else {}
 
     def required_inputs(self) -> set[str]:
         tool = self._installed()
@@ -51,5 +61,19 @@ class PythonTool(Node):
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
         name = self.config.tool
-        result = await tooling.call(name, ctx.tool(name), inputs.values(), self.config.timeout_s)
+        tool = ctx.tool(name)
+        defaulted = set(tooling.input_ports(tool)) - tooling.required(tool)
+        # A null for a parameter with a default (a wire from a skipped node) reads the default.
+        arguments = {k: v for k, v in inputs.values().items() if not (v is None and k in defaulted)}
+        result = await tooling.call(name, tool, arguments, self.config.timeout_s)
         return self.Outputs(result=result)
+
+
+def ports_of(tool: tooling.Tool) -> dict[str, PortType]:
+    """The tool's parameters as ports; one with a default is optional (`T | null`): a wire from a
+    skipped node, or a null, leaves the parameter at its default."""
+    optional = set(tooling.input_ports(tool)) - tooling.required(tool)
+    return {
+        name: PortType(port.name, port.item, optional=True) if name in optional else port
+        for name, port in tooling.input_ports(tool).items()
+    }

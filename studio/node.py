@@ -270,6 +270,9 @@ class Node:
     gathers: ClassVar[str | None] = None
     """A list input whose options may come from skipped nodes (`control.merge`, `control.join`):
     the node runs when any option is available and receives only the available ones."""
+    gathers_none: ClassVar[bool] = False
+    """With `gathers`: whether the node still runs when every option is gone, on an empty list
+    (`control.join` gives `[]`); otherwise such a node is skipped (`control.merge`)."""
     routes: ClassVar[bool] = False
     """Whether an output the node leaves out of its result is a branch not taken
     (`control.switch`): the consumers of that port are skipped."""
@@ -323,6 +326,12 @@ class Node:
                 for name in templates.variables(source)
             }
         return {name: from_annotation(f.annotation) for name, f in self.Inputs.model_fields.items()}
+
+    def ready_ports(self, tools: Mapping[str, Callable[..., Any]]) -> dict[str, PortType]:
+        """Input ports as the readiness rule reads them during a run, once the flow's `tools:` are
+        resolved (a node typed by a flow tool's signature knows its optional inputs only then);
+        by default `input_ports()`."""
+        return self.input_ports()
 
     def required_inputs(self) -> set[str]:
         """Inputs that must be wired or given a literal."""

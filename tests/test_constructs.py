@@ -367,11 +367,11 @@ SCENARIOS = [
         _join_statuses("one", "three", "all", "count", "first"),
     ),
     Scenario(
-        "join: every option skipped skips the join and its consumers",
+        "join: every option skipped gives [] (merge is skipped: it has no first option)",
         JOIN,
         {"a": False, "b": False, "c": False},
-        {"values": None, "count": None, "first": None},
-        _join_statuses(),
+        {"values": [], "count": "0", "first": None},
+        _join_statuses("all", "count"),
     ),
     Scenario(
         "join: a null from a node that ran stays; flow inputs and literals are always available",

@@ -218,16 +218,17 @@ class _Graph:
 
     def _missing_required(self, node: PlanNode) -> bool:
         """The readiness rule: a required input that reads a skipped node (or branch) skips the node;
-        an optional one (`T | null`) reads null; a `gathers` list needs one available option."""
+        an optional one (`T | null`) reads null; a `gathers` list needs one available option, unless
+        its node runs on none (`gathers_none`)."""
         ports: dict[str, PortType] | None = None
         for name, value in node.inputs.items():
             if name == node.node.gathers and isinstance(value, list):
-                if all(isinstance(v, Ref) and self._gone(v) for v in value):
+                if not node.node.gathers_none and all(isinstance(v, Ref) and self._gone(v) for v in value):
                     return True
                 continue
             if not any(self._gone(r) for r in refs_in(value)):
                 continue
-            ports = ports if ports is not None else node.node.input_ports()
+            ports = ports if ports is not None else node.node.ready_ports(self.tools)
             if not _takes_null(ports.get(name), value):
                 return True
         return False

@@ -34,6 +34,9 @@ async def shout(text: str) -> dict[str, str]:
 
 def boom() -> None:
     raise RuntimeError("kaput")
+
+def keep_last(new=None, old: str = "kept"):
+    return {"new": new, "old": old}
 '''
 
 
@@ -92,6 +95,36 @@ async def test_flow_tools_reach_nodes_through_the_engine(flow_dir: Path) -> None
     text = "tools: {add: mytools:add}\noutputs: {n: $t.result}\nnodes:\n  t: {type: tool.python, inputs: {a: 40, b: 2}, config: {tool: add}}\n"
     result, _ = await run_flow(text, path=flow_dir / "flow.yaml")
     assert result.outputs == {"n": 42}, result.error
+
+
+KEEP_LAST = """
+tools: {keep_last: mytools:keep_last}
+inputs: {go: {type: bool}}
+outputs: {kept: $keep.result}
+nodes:
+  fresh: {type: text.template, when: inputs.go, config: {template: fresh}}
+  stale: {type: text.template, when: "false", config: {template: stale}}
+  keep: {type: tool.python, inputs: {new: $fresh.text, old: $stale.text}, config: {tool: keep_last}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("go", "kept"), [(True, {"new": "fresh", "old": "kept"}), (False, {"new": None, "old": "kept"})]
+)
+async def test_a_parameter_with_a_default_is_an_optional_input(flow_dir: Path, go: bool, kept: dict[str, str]) -> None:
+    """A wire from a skipped node leaves the parameter at its default instead of skipping the node."""
+    result, store = await run_flow(KEEP_LAST, {"go": go}, path=flow_dir / "flow.yaml")
+    assert result.outputs == {"kept": kept}, result.error
+    assert {s.node: s.status for s in store.steps(result.run_id)}["keep"] == "succeeded"
+
+
+def test_an_installed_tool_s_defaulted_parameter_is_an_optional_port() -> None:
+    from nodes.tool_python import ports_of
+
+    def tool(a: int, b: int = 1) -> int:
+        return a + b
+
+    assert ports_of(tool) == {"a": PortType("int"), "b": PortType("int", optional=True)}
 
 
 def test_modules_outside_the_flow_directory_need_the_allowlist(flow_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
