@@ -81,10 +81,11 @@ def blame(
     if as_json:
         print_json(result)
     else:
-        _print(result)
+        show_blame(result)
 
 
-def _print(result: dict[str, Any]) -> None:
+def show_blame(result: dict[str, Any]) -> None:
+    """A blame for people: per failing example its culprit, blame interval and the kinds that flipped it."""
     from rich.console import Console
 
     from studio.cli.reports import compact_table

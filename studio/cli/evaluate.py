@@ -214,7 +214,7 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
     Example: flowstudio experiments --json
     """
     from studio.errors import InputError
-    from studio.evaluate.batch import experiment_row, print_experiments, print_summary
+    from studio.evaluate.batch import experiment_row, print_experiments
     from studio.store.base import resolve_id
 
     store = open_store(db)
@@ -235,12 +235,42 @@ def experiments(experiment_id: str | None, limit: int, kind: str | None, db: str
             print_json(
                 {**experiment_row(record), "config": record.config, "summary": record.summary, "runs": len(runs)}
             )
-        elif record.summary is None:
-            click.echo(
-                f"experiment {experiment_id} did not finish: {len(runs)} runs recorded "
-                f"(continue with: flowstudio batch --resume {experiment_id})"
-            )
         else:
-            print_summary(record.summary, [], None)
+            _show(record, len(runs))
     finally:
         store.close()
+
+
+def _show(record: Any, runs: int) -> None:
+    """One experiment for people, in the words of the command that made it (batch, optimize, blame)."""
+    summary, kind, experiment_id = record.summary, record.kind, record.experiment_id
+    if summary is None:
+        again = f" (continue with: flowstudio batch --resume {experiment_id})" if kind == "batch" else ""
+        click.echo(f"{kind} {experiment_id} did not finish: {runs} runs recorded{again}")
+    elif kind == "batch" and "resumed" in summary:
+        from studio.evaluate.batch import print_summary
+
+        print_summary(summary, [], None)
+    elif kind == "optimize" and "before" in summary and "after" in summary:
+        from studio.optimize.report import show
+
+        show(summary)
+    elif kind == "blame" and "culprits" in summary:
+        from studio.cli.blame import show_blame
+
+        show_blame({"blame_id": experiment_id, **summary})
+    else:
+        _show_fields(record, runs)
+
+
+def _show_fields(record: Any, runs: int) -> None:
+    """An experiment of another kind, or one still running or stopped: its plain summary fields."""
+    from studio.cli.reports import _short
+
+    summary = record.summary or {}
+    click.echo(
+        f"{record.kind} {record.experiment_id} · {record.flow}: {summary.get('status', 'finished')}, {runs} runs"
+    )
+    for key, value in summary.items():
+        if key != "status" and isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            click.echo(f"  {key}: {_short(value)}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,33 +36,62 @@ def experiment_row(record: ExperimentRecord) -> dict[str, Any]:
 def print_experiments(records: list[ExperimentRecord], console: Console | None = None) -> None:
     """Newest first, in 80 columns: `kind` only when they are not all batches, `cost $` only when
     some experiment cost something (a local model's never do), errors out of the examples (`0/40`),
-    the flow's name folded if need be."""
-    rows = [experiment_row(record) for record in records]
+    an optimizer search's score its chosen flow's on dev, the flow's name folded after a dash
+    (never inside a word) when the other columns leave it too little room."""
+    console = console or Console()
+    rows = [_cells(record, experiment_row(record)) for record in records]
     kinds = len({r.kind for r in records}) > 1 or any(r.kind != KIND for r in records)
-    paid = any(row["cost_usd"] for row in rows)
+    paid = any(experiment_row(r)["cost_usd"] for r in records)
+    headers = ["experiment", *(["kind"] if kinds else []), "flow", "created", "status", "score", "errors"]
+    headers += ["cost $"] if paid else []
+    rows = [[cell for name, cell in zip(_ALL_COLUMNS, row, strict=True) if name in headers] for row in rows]
+    flow_at = headers.index("flow")
+    others = sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers) if i != flow_at)
+    room = max(len("flow"), min(console.width, 80) - others - 2 * (len(headers) - 1))
     # the style of `studio.cli.reports.compact_table`, which this layer cannot import (and which
     # cannot move here: `flowstudio run` would then load the whole evaluate package at start-up)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
-    table.add_column("experiment", no_wrap=True)
-    if kinds:
-        table.add_column("kind", no_wrap=True)
-    table.add_column("flow", min_width=8, overflow="fold")
-    table.add_column("created", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    for name in ("score", "errors", *(["cost $"] if paid else [])):
-        table.add_column(name, justify="right", no_wrap=True)
-    for record, row in zip(records, rows, strict=True):
-        table.add_row(
-            record.experiment_id,
-            *([record.kind] if kinds else []),
-            record.flow,
-            record.created_at[5:16].replace("T", " "),
-            "done" if row["status"] == "finished" else str(row["status"]),
-            "-" if row["score"] is None else f"{row['score']:.3f}",
-            "-" if row["errors"] is None else f"{row['errors']}/{row['examples']}",
-            *([] if not paid else ["-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}"]),
-        )
-    (console or Console()).print(table)
+    for name in headers:
+        numeric = name in ("score", "errors", "cost $")
+        table.add_column(name, justify="right" if numeric else "left", no_wrap=name != "flow", overflow="fold")
+    for row in rows:
+        row[flow_at] = fold_at_dashes(row[flow_at], room)
+        table.add_row(*row)
+    console.print(table)
+
+
+_ALL_COLUMNS = ("experiment", "kind", "flow", "created", "status", "score", "errors", "cost $")
+
+
+def _cells(record: ExperimentRecord, row: dict[str, Any]) -> list[str]:
+    """Every column's text for one experiment, in `_ALL_COLUMNS` order."""
+    score = row["score"]
+    after = (record.summary or {}).get("after")
+    if score is None and isinstance(after, dict) and isinstance(after.get("dev"), (int, float)):
+        score = after["dev"]
+    return [
+        record.experiment_id,
+        record.kind,
+        record.flow,
+        record.created_at[5:16].replace("T", " "),
+        "done" if row["status"] == "finished" else str(row["status"]),
+        "-" if score is None else f"{score:.3f}",
+        "-" if row["errors"] is None else f"{row['errors']}/{row['examples']}",
+        "-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}",
+    ]
+
+
+def fold_at_dashes(name: str, width: int) -> str:
+    """`name` on lines of at most `width` characters, broken only after a dash (a part longer than
+    the width stays whole on its line; the table folds it only as a last resort)."""
+    if len(name) <= width:
+        return name
+    lines = [""]
+    for part in re.findall(r"[^-]*-|[^-]+$", name):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append("")
+        lines[-1] += part
+    return "\n".join(lines)
 
 
 def print_summary(
