@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, TypeAdapter, ValidationError
 
 from studio import secrets
 from studio.errors import NodeError, OutputError, TemplateError
@@ -22,7 +22,7 @@ from studio.mcp.spec import McpResult, McpServer, McpTool
 from studio.mcp.spec import refuse_command as refuse_mcp_command
 from studio.models.base import Completion, Message
 from studio.tools import registered_tool
-from studio.types import ANY, ChatTurn, Messages, PortType, from_annotation, parse_type
+from studio.types import ANY, ChatTurn, Messages, PortType, expected, from_annotation, parse_type
 
 __all__ = [
     "ANY",
@@ -348,10 +348,13 @@ class Node:
         return declared | {name for _, source in self.templates() for name in optional_variables(source)}
 
     def parse_inputs(self, values: dict[str, Any]) -> BaseModel:
-        """Validate input values into `Inputs` (raises pydantic's ValidationError)."""
+        """Validate input values into `Inputs` (raises pydantic's ValidationError). Template inputs
+        take any names; those with a declared type (`messages`) are checked against it (NodeError
+        `bad_input` naming the port and what it takes)."""
         parsed = self.Inputs.model_validate(values)
         if isinstance(parsed, TemplateInputs):
             parsed._optional = frozenset(self.optional_inputs())
+            _check_typed(self.input_ports(), values)
         return parsed
 
     def gather_order(self) -> Literal["wiring", "arrival"]:
@@ -365,6 +368,20 @@ class Node:
     def output_ports(self) -> dict[str, PortType]:
         """Named output ports and their types."""
         return {name: from_annotation(f.annotation) for name, f in self.Outputs.model_fields.items()}
+
+
+def _check_typed(ports: Mapping[str, PortType], values: Mapping[str, Any]) -> None:
+    for name, port in ports.items():
+        if port.name == "any" or values.get(name) is None:
+            continue
+        try:
+            TypeAdapter(port.python()).validate_python(values[name])
+        except ValidationError as err:
+            problem = err.errors(include_url=False)[0]
+            where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"])
+            raise NodeError(
+                f"input {name!r} takes {expected(port)}; {name}{where}: {problem['msg']}", kind="bad_input"
+            ) from None
 
 
 class SubFlowNode(Node):

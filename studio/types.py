@@ -99,6 +99,15 @@ def from_annotation(annotation: Any) -> PortType:
     return ANY
 
 
+MESSAGES_SHAPE = "a list of {role, content} turns (role: system, user or assistant; content: text)"
+"""What a value on a `messages` port looks like, in the words errors use."""
+
+
+def expected(port: PortType) -> str:
+    """What a port takes, for an error message: its type, spelled out for `messages`."""
+    return f"{port}: {MESSAGES_SHAPE}" if port.name == "messages" else str(port)
+
+
 def accepts(target: PortType, source: PortType) -> bool:
     """Whether a value of type `source` may be wired into a port of type `target`."""
     if target.name == "any" or source.name == "any":

@@ -504,7 +504,7 @@ nodes:
         (
             "inputs: {q: {type: str}}\nnodes:\n  g: {type: llm.generate, inputs: {messages: $inputs.q}, config: {prompt: hi}}\n"
             "models: {default: {model: scripted}}\n",
-            "type mismatch: $inputs.q (str) cannot feed g.messages (messages | null)",
+            "type mismatch: $inputs.q (str) cannot feed g.messages (messages | null: a list of {role, content} turns",
         ),
         (
             "nodes:\n  t: {type: text.template, config: {template: '{{ x }}', optional: [y]}}\n",

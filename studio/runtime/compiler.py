@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from jinja2 import TemplateSyntaxError
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from studio.errors import CompileError, FlowError
 from studio.flow import paths, templates
@@ -24,7 +24,7 @@ from studio.flow.spec import Flow, InputSpec, ModelSpec, NodeSpec, RetrySpec, lo
 from studio.flow.suggest import first_problem, unknown_key
 from studio.node import Node, SubFlowSignature, TemplateInputs
 from studio.runtime import registry
-from studio.types import ANY, PortType, accepts, parse_type, type_of_value
+from studio.types import ANY, PortType, accepts, expected, parse_type, type_of_value
 
 DEFAULT_MODEL = "default"
 
@@ -206,7 +206,20 @@ class _Compiler:
             return
         if not accepts(target, source):
             what = f"{value} ({source})" if isinstance(value, Ref) else f"literal of type {source}"
-            raise self.fail(f"type mismatch: {what} cannot feed {node_id}.{name} ({target})", *where, node=node_id)
+            takes = expected(target)
+            raise self.fail(f"type mismatch: {what} cannot feed {node_id}.{name} ({takes})", *where, node=node_id)
+        if target.name == "messages" and not isinstance(value, Ref):
+            self._check_literal(node_id, name, value, target, where)
+
+    def _check_literal(self, node_id: str, name: str, value: Any, target: PortType, where: tuple[str, ...]) -> None:
+        """A literal on a typed port whose type says more than its JSON shape (`messages`) is checked whole."""
+        try:
+            TypeAdapter(target.python()).validate_python(value)
+        except ValidationError as err:
+            problem = err.errors(include_url=False)[0]
+            at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"])
+            message = f"{node_id}.{name} takes {expected(target)}; {name}{at}: {problem['msg']}"
+            raise self.fail(message, *where, node=node_id) from None
 
     def _type_of(self, ref: Ref, where: tuple[str, ...]) -> PortType:
         if ref.node == FLOW_INPUTS:
@@ -284,10 +297,13 @@ def _accepts_any_input(node: Node) -> bool:
 
 
 def _apply_overrides(flow: Flow, overrides: Mapping[str, str]) -> dict[str, ModelSpec]:
+    from studio.models.scripted import trust_user_models
+
     models = dict(flow.spec.models)
     for alias, model in overrides.items():
         if alias in models and models[alias].model == model:
             continue
+        trust_user_models([model])  # the caller's own path; a flow file's stays under the project root
         base = models.get(alias)
         settings = base.model_dump(exclude_unset=True, exclude={"model", "script"}) if base else {}
         models[alias] = ModelSpec.model_validate({**settings, "model": model})

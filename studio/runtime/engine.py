@@ -32,7 +32,7 @@ from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, StepStatus, Store, new_id, now
 from studio.tools import resolve_tools
-from studio.types import PortType
+from studio.types import PortType, expected
 
 DEFAULT_MAX_CONCURRENCY = 100
 MAX_DEPTH = 8
@@ -383,7 +383,9 @@ class _Graph:
         except ValidationError as err:
             problem = err.errors(include_url=False)[0]
             where = ".".join(str(p) for p in problem["loc"])
-            raise NodeError(f"input {where}: {problem['msg']}", kind="bad_input") from None
+            port = node.node.input_ports().get(str(problem["loc"][0])) if problem["loc"] else None
+            takes = f" ({problem['loc'][0]} takes {expected(port)})" if port and port.name == "messages" else ""
+            raise NodeError(f"input {where}: {problem['msg']}{takes}", kind="bad_input") from None
         ctx = NodeContext(
             run_id=self.shared.run.run_id,
             node_id=path,
