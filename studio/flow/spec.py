@@ -100,7 +100,19 @@ class ModelSpec(_Strict):
     retries: int = Field(default=2, ge=0, le=10)
     """Extra attempts after a rate limit, timeout, server error or malformed reply."""
     retry_backoff_s: float = Field(default=0.5, ge=0)
-    """First retry delay in seconds (doubles, with jitter); Retry-After wins when sent."""
+    """First retry delay in seconds (doubles, with full jitter); Retry-After wins when sent."""
+    rate_limit_wait_s: float = Field(default=300.0, ge=0)
+    """Longest a call waits out rate limits (429s), over all its attempts, before it fails; rate
+    limits do not count against `retries`."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Longest one attempt may take; a hung call is ended and retried as a timeout."""
+    rpm: int | None = Field(default=None, gt=0)
+    """Requests per minute this process sends to the model (all runs together); None: adaptive,
+    slowing down on the provider's 429s and speeding up again while calls succeed."""
+    tpm: int | None = Field(default=None, gt=0)
+    """Tokens (prompt plus reply) per minute this process sends to the model; None: no token limit."""
+    max_concurrency: int | None = Field(default=None, gt=0)
+    """Most calls to the model in flight at once in this process; None: no limit."""
     script: list[ScriptRule] | None = None
     """Rules of an inline scripted model (model: scripted)."""
     input_cost_per_token: float | None = None

@@ -77,15 +77,23 @@ class Completion:
     Only filled when the request asked for them (`extra={"top_logprobs": N}`) and the
     provider can give them; None otherwise.
     """
+    waited_s: float = 0.0
+    """Seconds the call waited for its turn under the model's rate limiter before it went out."""
+    limit_headers: dict[str, str] | None = None
+    """The rate-limit headers the provider sent with the reply (`x-ratelimit-*`, `retry-after`)."""
 
 
 class ModelError(Exception):
     """A provider call failed; `kind` decides whether it is retried."""
 
-    def __init__(self, kind: ErrorKind, message: str, retry_after_s: float | None = None) -> None:
+    def __init__(
+        self, kind: ErrorKind, message: str, retry_after_s: float | None = None, *, waited_s: float = 0.0
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.retry_after_s = retry_after_s
+        self.waited_s = waited_s
+        """Seconds the call waited under the model's rate limiter before it went out."""
 
 
 class ModelClient(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -13,6 +14,7 @@ from studio.errors import ErrorKind
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, ModelError, Request, TokenSink
 from studio.models.capabilities import Capabilities, from_litellm, import_litellm
+from studio.models.limiter import Limiter, Limits, Slot, limiter_for, turn
 
 _ENV_PREFIX = "$env."
 MAX_TOP_LOGPROBS_CHAT = 20
@@ -111,6 +113,9 @@ class LiteLLMModel:
         self.spec = spec
         self.dropped: set[str] = set()
         """Parameters left out of calls because the provider does not take them."""
+        limits = Limits(spec.rpm, spec.tpm, spec.max_concurrency)
+        self.limiter: Limiter | None = limiter_for(spec.model, spec.api_base, limits)
+        """The process' limiter of this model (shared by every client of it); None: calls go at once."""
 
     def capabilities(self) -> Capabilities:
         """What litellm's tables say this model string supports."""
@@ -205,24 +210,47 @@ class LiteLLMModel:
         return kept
 
     async def complete(self, request: Request) -> Completion:
+        """One call, after its turn under the model's limiter, ended after `timeout_s`."""
         litellm = import_litellm()
         arguments = self._arguments(request)
-        try:
+        async with turn(self.limiter, _estimate(request)) as slot:
+            try:
+                response = await asyncio.wait_for(self._send(litellm, request, arguments), self.spec.timeout_s)
+            except Exception as err:
+                raise self._failed(litellm, err, request, arguments, slot) from None
+            choice = response.choices[0]
             if request.prompt is not None:
-                response = await litellm.atext_completion(prompt=request.prompt, **arguments)
-                choice = response.choices[0]
-                text = choice.text or ""
-                calls = None
+                text, calls = choice.text or "", None
             else:
-                messages = [m.as_dict() for m in request.messages]
-                response = await litellm.acompletion(messages=messages, **arguments)
-                choice = response.choices[0]
-                text = choice.message.content or ""
-                calls = _tool_calls(choice.message)
-        except Exception as err:
-            raise self._error(litellm, err, request, arguments) from None
-        completion = self._completion(litellm, response, text)
-        return _with(completion, tool_calls=calls, top_logprobs=top_logprobs(getattr(choice, "logprobs", None)))
+                text, calls = choice.message.content or "", _tool_calls(choice.message)
+            completion = self._completion(litellm, response, text)
+            slot.succeeded(completion.input_tokens + completion.output_tokens)
+        return _with(
+            completion,
+            tool_calls=calls,
+            top_logprobs=top_logprobs(getattr(choice, "logprobs", None)),
+            waited_s=slot.waited_s,
+            limit_headers=limit_headers(response),
+        )
+
+    async def _send(self, litellm: Any, request: Request, arguments: dict[str, Any]) -> Any:
+        if request.prompt is not None:
+            return await litellm.atext_completion(prompt=request.prompt, **arguments)
+        return await litellm.acompletion(messages=[m.as_dict() for m in request.messages], **arguments)
+
+    def _failed(
+        self, litellm: Any, err: Exception, request: Request, arguments: dict[str, Any], slot: Slot
+    ) -> ModelError:
+        """The ModelError of a failed attempt; a 429 is told to the limiter."""
+        if isinstance(err, TimeoutError):
+            message = f"{self.spec.model}: no answer from {self.address()} within {self.spec.timeout_s:g} s (timeout_s)"
+            error = ModelError("timeout", message)
+        else:
+            error = self._error(litellm, err, request, arguments)
+        if error.kind == "rate_limit":
+            slot.limited(error.retry_after_s)
+        error.waited_s = slot.waited_s
+        return error
 
     async def stream(self, request: Request, on_text: TokenSink) -> Completion:
         """litellm's `stream=True`: each text delta to `on_text`; tools and logprobs are answered whole."""
@@ -237,23 +265,28 @@ class LiteLLMModel:
             arguments["stream_options"] = {"include_usage": True}
         pieces: list[str] = []
         chunks: list[Any] = []
-        messages = [m.as_dict() for m in request.messages]
-        try:
-            if request.prompt is not None:
-                stream = await litellm.atext_completion(prompt=request.prompt, **arguments)
-            else:
-                stream = await litellm.acompletion(messages=messages, **arguments)
-            async for chunk in stream:
-                chunks.append(chunk)
-                for choice in getattr(chunk, "choices", None) or []:
-                    delta = getattr(choice, "delta", None)
-                    text = getattr(delta, "content", None) if delta is not None else getattr(choice, "text", None)
-                    if text:
-                        pieces.append(text)
-                        on_text(text)
-        except Exception as err:
-            raise self._error(litellm, err, request, arguments) from None
-        return self._streamed(litellm, request, chunks, "".join(pieces))
+        timeout = self.spec.timeout_s
+        async with turn(self.limiter, _estimate(request)) as slot:
+            try:
+                stream = await asyncio.wait_for(self._send(litellm, request, arguments), timeout)
+                chunk_of = stream.__aiter__()
+                while True:  # timeout_s bounds the wait for each piece: a long reply may stream on
+                    try:
+                        chunk = await asyncio.wait_for(anext(chunk_of), timeout)
+                    except StopAsyncIteration:
+                        break
+                    chunks.append(chunk)
+                    for choice in getattr(chunk, "choices", None) or []:
+                        delta = getattr(choice, "delta", None)
+                        text = getattr(delta, "content", None) if delta is not None else getattr(choice, "text", None)
+                        if text:
+                            pieces.append(text)
+                            on_text(text)
+            except Exception as err:
+                raise self._failed(litellm, err, request, arguments, slot) from None
+            completion = self._streamed(litellm, request, chunks, "".join(pieces))
+            slot.succeeded(completion.input_tokens + completion.output_tokens)
+        return _with(completion, waited_s=slot.waited_s)
 
     def _streamed(self, litellm: Any, request: Request, chunks: list[Any], text: str) -> Completion:
         """The Completion of a finished stream: litellm rebuilds usage (and so the cost) from the chunks."""
@@ -344,6 +377,28 @@ class LiteLLMModel:
         return Completion(
             text=text, input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost, finish_reason=reason
         )
+
+
+def _estimate(request: Request) -> int:
+    """Tokens a call may use, for the `tpm` limit: about four characters a prompt token, plus the reply's cap."""
+    return len(request.text) // 4 + request.max_tokens
+
+
+RATE_LIMIT_HEADER = re.compile(r"(ratelimit|retry-after)", re.IGNORECASE)
+_PROVIDER_PREFIX = "llm_provider-"
+
+
+def limit_headers(response: Any) -> dict[str, str] | None:
+    """The rate-limit headers (`x-ratelimit-*`, `anthropic-ratelimit-*`, `retry-after`) of a litellm
+    reply, as the provider named them; None when it sent none."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    headers = hidden.get("additional_headers") or {}
+    found: dict[str, str] = {}
+    for name, value in headers.items():
+        bare = str(name).removeprefix(_PROVIDER_PREFIX)
+        if RATE_LIMIT_HEADER.search(bare):
+            found[bare] = str(value)
+    return dict(sorted(found.items())) or None
 
 
 @lru_cache(maxsize=256)

@@ -21,7 +21,7 @@ from studio.errors import TRANSIENT, ErrorKind, NodeError
 from studio.flow.spec import ModelSpec
 from studio.models.base import Completion, Message, ModelClient, ModelError, Request, StreamingClient, TokenSink
 from studio.models.capabilities import Capabilities
-from studio.node import ToolCall, ToolReply
+from studio.node import CallPurpose, ToolCall, ToolReply
 from studio.runtime.budget import Budget
 from studio.store.base import CallRecord, now
 from studio.store.base import LLMCache as Cache
@@ -37,6 +37,9 @@ class Sample:
     temperature: float
     seed: int
 
+
+_PURPOSE: ContextVar[CallPurpose] = ContextVar("flowstudio_call_purpose", default="answer")
+"""The purpose of the call in progress (a node's `complete(purpose=...)`), for streaming and the trace."""
 
 _SAMPLING: ContextVar[Mapping[str, Sample]] = ContextVar("flowstudio_sampling", default=MappingProxyType({}))
 
@@ -118,7 +121,17 @@ class BoundLLM:
         equal identities answer a prompt alike, so what a node derives from answers may be shared."""
         spec = self.models[self.alias]
         return spec.model_dump_json(
-            exclude={"retries", "retry_backoff_s", "input_cost_per_token", "output_cost_per_token"}
+            exclude={
+                "retries",
+                "retry_backoff_s",
+                "rate_limit_wait_s",
+                "timeout_s",
+                "rpm",
+                "tpm",
+                "max_concurrency",
+                "input_cost_per_token",
+                "output_cost_per_token",
+            }
         )
 
     async def complete(
@@ -130,8 +143,25 @@ class BoundLLM:
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        purpose: CallPurpose = "answer",
     ) -> Completion:
-        """Try the alias, then each fallback alias in order; raise NodeError when all fail."""
+        """Try the alias, then each fallback alias in order; raise NodeError when all fail. A `probe`
+        is not streamed to `on_token`, and its trace record says `purpose: probe`."""
+        token = _PURPOSE.set(purpose)
+        try:
+            return await self._complete(messages, prompt, stop, max_tokens, temperature, extra)
+        finally:
+            _PURPOSE.reset(token)
+
+    async def _complete(
+        self,
+        messages: list[Message] | None,
+        prompt: str | None,
+        stop: list[str] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+        extra: dict[str, Any] | None,
+    ) -> Completion:
         errors: list[str] = []
         kind: ErrorKind = "model_error"
         if draw := _drawn(self.node_id):
@@ -196,20 +226,24 @@ class BoundLLM:
             )
             self._record(spec, request, completion, now(), 0.0, cache_hit=True)
             _price_hit(client, request, hit)
-            if self.on_token and completion.text:
+            if self.on_token and completion.text and _PURPOSE.get() == "answer":
                 self.on_token(completion.text)  # a cached reply is replayed as one chunk
             return completion
-        for attempt in range(spec.retries + 1):
+        retry = Retry(spec)
+        while True:
             started_at, start = now(), time.perf_counter()
             try:
                 completion = await self._call(alias, request)
             except ModelError as err:
-                self._record(spec, request, None, started_at, time.perf_counter() - start, error=f"{err.kind}: {err}")
-                if err.kind not in TRANSIENT or attempt == spec.retries:
+                took = time.perf_counter() - start - err.waited_s
+                self._record(spec, request, None, started_at, took, error=f"{err.kind}: {err}", retry=retry, err=err)
+                delay = retry.after(err)
+                if delay is None:
                     raise
-                await asyncio.sleep(_delay(err, spec.retry_backoff_s, attempt))
+                await asyncio.sleep(delay)
                 continue
-            self._record(spec, request, completion, started_at, time.perf_counter() - start)
+            took = time.perf_counter() - start - completion.waited_s
+            self._record(spec, request, completion, started_at, took, retry=retry)
             if key and self.cache:
                 self.cache.post_cache_put(
                     key,
@@ -226,7 +260,6 @@ class BoundLLM:
                     },
                 )
             return completion
-        raise AssertionError("unreachable")
 
     async def _call(self, alias: str, request: Request) -> Completion:
         if not self.budget.limits_calls:
@@ -241,7 +274,7 @@ class BoundLLM:
     async def _ask(self, alias: str, request: Request) -> Completion:
         """One call: streamed to `on_token` when someone consumes tokens and the client can stream."""
         client = self.client(alias)
-        if self.on_token is None:
+        if self.on_token is None or _PURPOSE.get() != "answer":
             return await client.complete(request)
         if isinstance(client, StreamingClient) and hasattr(type(client), "stream"):
             # a wrapper that only forwards `stream` (by __getattr__) would skip its own `complete`
@@ -260,7 +293,10 @@ class BoundLLM:
         latency_s: float,
         error: str | None = None,
         cache_hit: bool = False,
+        retry: Retry | None = None,
+        err: ModelError | None = None,
     ) -> None:
+        waited = completion.waited_s if completion else err.waited_s if err else 0.0
         tokens_in = completion.input_tokens if completion else 0
         tokens_out = completion.output_tokens if completion else 0
         cost = completion.cost_usd if completion else 0.0
@@ -270,7 +306,7 @@ class BoundLLM:
             CallRecord(
                 node=self.node_id,
                 model=spec.model,
-                request=request.as_json(),
+                request=_recorded(request),
                 response=completion.text if completion else None,
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,
@@ -279,8 +315,18 @@ class BoundLLM:
                 cache_hit=cache_hit,
                 error=error,
                 started_at=started_at,
+                attempt=retry.attempt if retry else 1,
+                wait_s=round((retry.slept_s if retry else 0.0) + waited, 6),
             )
         )
+
+
+def _recorded(request: Request) -> dict[str, Any]:
+    """The request as the trace keeps it: a probe's says so (`purpose`); never part of the cache key."""
+    body = request.as_json()
+    if (purpose := _PURPOSE.get()) != "answer":
+        body["purpose"] = purpose
+    return body
 
 
 def _price_hit(client: ModelClient, request: Request, hit: dict[str, Any]) -> None:
@@ -301,11 +347,55 @@ def _price_hit(client: ModelClient, request: Request, hit: dict[str, Any]) -> No
     )
 
 
-def _delay(err: ModelError, backoff_s: float, attempt: int) -> float:
-    """Retry-After when the provider sent one, else exponential backoff with jitter."""
-    if err.retry_after_s is not None:
-        return min(err.retry_after_s, MAX_DELAY_S)
-    return float(min(backoff_s * 2**attempt * random.uniform(0.5, 1.5), MAX_DELAY_S))
+class Retry:
+    """The retry policy of one call on one alias: what a failed attempt earns.
+
+    Rate limits are waited out (`Retry-After`, else backoff) until `rate_limit_wait_s` has passed
+    since the first one, and do not count against `retries`; server errors, timeouts and malformed
+    replies get `retries` more attempts after exponential backoff with full jitter (`Retry-After`
+    wins when sent); every other kind (auth, bad request, ...) is final at once.
+    """
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.attempt = 1
+        """The attempt being made (1: the first)."""
+        self.slept_s = 0.0
+        """The delay slept before the attempt being made."""
+        self.failures = 0
+        self.rate_limits = 0
+        self.limited_since: float | None = None
+
+    def after(self, err: ModelError) -> float | None:
+        """Seconds to wait before the next attempt; None: `err` is final."""
+        delay = self._delay(err)
+        if delay is not None:
+            self.attempt += 1
+            self.slept_s = delay
+        return delay
+
+    def _delay(self, err: ModelError) -> float | None:
+        spec = self.spec
+        if err.kind == "rate_limit":
+            clock = time.monotonic()
+            self.limited_since = self.limited_since or clock
+            delay = (
+                err.retry_after_s if err.retry_after_s is not None else _jitter(spec.retry_backoff_s, self.rate_limits)
+            )
+            self.rate_limits += 1
+            return delay if clock - self.limited_since + delay <= spec.rate_limit_wait_s else None
+        if err.kind not in TRANSIENT or self.failures >= spec.retries:
+            return None
+        self.failures += 1
+        if err.retry_after_s is not None:
+            return min(err.retry_after_s, MAX_DELAY_S)
+        return _jitter(spec.retry_backoff_s, self.failures - 1)
+
+
+def _jitter(backoff_s: float, attempt: int) -> float:
+    """Exponential backoff with full jitter: anywhere from 0 to `backoff_s * 2**attempt` (at most
+    MAX_DELAY_S), so calls that failed together do not come back together."""
+    return random.uniform(0.0, min(backoff_s * 2**attempt, MAX_DELAY_S))
 
 
 class NoModel:

@@ -9,13 +9,18 @@ Records are JSON-ready dataclasses: the store never pickles anything.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import socket
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from studio.errors import ErrorKind, InputError
 
-RunStatus = Literal["running", "succeeded", "failed", "waiting", "cancelled"]
+RunStatus = Literal["running", "succeeded", "failed", "waiting", "cancelled", "interrupted"]
+"""`interrupted` is never written: a store reads it for a run left `running` by a process of this
+host that is gone (killed, crashed), so nothing shows it running forever; `resume` continues it."""
 IdKind = Literal["run", "experiment"]
 StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 
@@ -23,6 +28,11 @@ StepStatus = Literal["succeeded", "failed", "skipped", "waiting"]
 def now() -> str:
     """UTC timestamp with microseconds, ISO 8601."""
     return dt.datetime.now(dt.UTC).isoformat(timespec="microseconds")
+
+
+def this_host() -> str:
+    """The host name a run's process is recorded with."""
+    return socket.gethostname()
 
 
 def new_id() -> str:
@@ -45,7 +55,8 @@ class RunRecord:
     inputs: dict[str, Any]
     """The flow inputs, checked and completed with defaults."""
     status: RunStatus = "running"
-    """`running`, then `succeeded`, `failed` or `waiting`."""
+    """`running`, then `succeeded`, `failed`, `waiting` or `cancelled`; read as `interrupted` when
+    its process is gone."""
     outputs: dict[str, Any] | None = None
     """The flow outputs once the run succeeded."""
     error: str | None = None
@@ -66,6 +77,10 @@ class RunRecord:
     """The experiment (batch, optimizer search) the run belongs to."""
     options: dict[str, Any] = field(default_factory=dict)
     """The RunOptions as JSON: what a resume keeps."""
+    pid: int | None = field(default_factory=os.getpid)
+    """The id of the process running it (the last one to resume it); None for runs recorded before it was kept."""
+    host: str | None = field(default_factory=this_host)
+    """The host of that process: only there can a store tell whether it is gone."""
 
 
 @dataclass
@@ -94,6 +109,17 @@ class CallRecord:
     """Why the call failed (`kind: message`); None when it succeeded."""
     started_at: str = field(default_factory=now)
     """ISO 8601, UTC."""
+    attempt: int = 1
+    """Which attempt at the call this was: 1 the first, retries count on (a fallback alias starts at 1)."""
+    wait_s: float = 0.0
+    """Seconds waited before this attempt went out: the backoff after the last one, `Retry-After`
+    and the model's rate limiter."""
+
+    @property
+    def purpose(self) -> str:
+        """`answer`, or `probe` for a call its node only measured (scores, a calibration), which was
+        not streamed as the answer; kept in the recorded request (`studio.node.CallPurpose`)."""
+        return str(self.request.get("purpose", "answer")) if isinstance(self.request, dict) else "answer"
 
 
 @dataclass
@@ -157,7 +183,7 @@ class RunFilter:
     experiment_id: str | None = None
 
     def accepts(self, run: RunRecord) -> bool:
-        """The same test the SQL `WHERE` makes, for stores kept in memory."""
+        """The same test the SQL `WHERE` makes (and the status as read), for stores kept in memory."""
         return (
             (self.flow is None or run.flow == self.flow)
             and (self.status is None or run.status == self.status)
@@ -165,6 +191,43 @@ class RunFilter:
             and (self.until is None or run.started_at < self.until)
             and (self.experiment_id is None or run.experiment_id == self.experiment_id)
         )
+
+
+def owner_gone(run: RunRecord) -> bool:
+    """Whether a `running` run's process is known to be gone: recorded on this host, and no
+    process has that id any more (or the one that has it started after the run did)."""
+    if run.status != "running" or run.pid is None or run.host != this_host():
+        return False
+    if run.pid == os.getpid():
+        return False
+    try:
+        os.kill(run.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # another user's process lives under that id
+    return _started_after(run.pid, run.started_at)
+
+
+def _started_after(pid: int, started_at: str) -> bool:
+    """Whether process `pid` started after `started_at` (its id was reused); False when unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        boot = next(
+            line for line in Path("/proc/stat").read_text(encoding="ascii").splitlines() if line.startswith("btime")
+        )
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        began = int(boot.split()[1]) + ticks / os.sysconf("SC_CLK_TCK")
+        return began > dt.datetime.fromisoformat(started_at).timestamp() + 1
+    except (OSError, ValueError, IndexError, StopIteration):
+        return False
+
+
+def as_read(run: RunRecord) -> RunRecord:
+    """The run as stores show it: `interrupted` when it was left `running` by a process that is gone."""
+    if owner_gone(run):
+        run.status = "interrupted"
+    return run
 
 
 class QuickWrites:

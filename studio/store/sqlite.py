@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -22,6 +24,8 @@ from studio.store.base import (
     RunRecord,
     RunStatus,
     StepRecord,
+    as_read,
+    this_host,
 )
 from studio.store.group import GroupWriter, Write
 from studio.store.rows import (
@@ -37,7 +41,10 @@ from studio.store.rows import (
 )
 from studio.store.rows import values as row_values
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 4
+"""The schema `MIGRATIONS` bring a store to (PRAGMA user_version)."""
+LIVE = ("running", "interrupted")
+"""Statuses told apart only when read: the process of a `running` row may be gone."""
 BUSY_TIMEOUT_MS = 30_000
 Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
@@ -86,7 +93,19 @@ def _migrate_v2(db: sqlite_utils.Database) -> None:
     db.table("runs").create_index(["experiment_id", "started_at"], if_not_exists=True)
 
 
-MIGRATIONS = [_migrate_v1, _migrate_v2]
+def _migrate_v3(db: sqlite_utils.Database) -> None:
+    """Model calls say which attempt they were and how long they waited before going out."""
+    db.execute("ALTER TABLE llm_calls ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1")
+    db.execute("ALTER TABLE llm_calls ADD COLUMN wait_s REAL NOT NULL DEFAULT 0")
+
+
+def _migrate_v4(db: sqlite_utils.Database) -> None:
+    """A run keeps the process running it (pid and host), so a run whose process is gone reads `interrupted`."""
+    db.execute("ALTER TABLE runs ADD COLUMN pid INTEGER")
+    db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
+
+
+MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4]
 
 
 def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:
@@ -134,7 +153,10 @@ def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
         values[key] = bool(values[key])
     if cls is RunRecord and values.get("options") is None:
         values["options"] = {}
-    return cls(**values)
+    record = cls(**values)
+    if isinstance(record, RunRecord):
+        as_read(record)
+    return record
 
 
 def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
@@ -200,7 +222,13 @@ class SQLiteStore:
         return _ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
 
     async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        await self._commit(InsertRun.of(run, flow_text))
+        try:
+            await self._commit(InsertRun.of(run, flow_text))
+        except asyncio.CancelledError:
+            # the writer may still insert the run: end it as cancelled right after, in the same queue
+            if self.writer is not None:
+                self.writer.post(EndRun.of(run.run_id, "cancelled", None, "cancelled"))
+            raise
 
     async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         await self._commit(InsertStep.of(run_id, step, calls))
@@ -219,7 +247,10 @@ class SQLiteStore:
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction():
-            self.conn.execute("UPDATE runs SET status = ?, ended_at = NULL WHERE run_id = ?", (status, run_id))
+            self.conn.execute(
+                "UPDATE runs SET status = ?, ended_at = NULL, pid = ?, host = ? WHERE run_id = ?",
+                (status, os.getpid(), this_host(), run_id),
+            )
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT response FROM cache WHERE key = ?", (key,)).fetchone()
@@ -237,16 +268,7 @@ class SQLiteStore:
         return rows[0]["flow_text"] if rows else None
 
     def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
-        where, params = [], []
-        if flow is not None:
-            where.append("flow = ?")
-            params.append(flow)
-        if status is not None:
-            where.append("status = ?")
-            params.append(status)
-        clause = f"WHERE {' AND '.join(where)}" if where else ""
-        sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC LIMIT ?"
-        return [_from_row(RunRecord, row) for row in self.db.query(sql, [*params, limit])]
+        return self.query_runs(RunFilter(flow=flow, status=status), limit=limit)
 
     def steps(self, run_id: str) -> list[StepRecord]:
         rows = self.db.query("SELECT * FROM steps WHERE run_id = ? ORDER BY id", [run_id])
@@ -303,10 +325,15 @@ class SQLiteStore:
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
         clause, params = _where(where)
-        sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?"
-        return [_from_row(RunRecord, row) for row in self.db.query(sql, [*params, limit, offset])]
+        sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, rowid DESC"
+        if where is not None and where.status in LIVE:  # few rows: told apart once read
+            runs = [_from_row(RunRecord, row) for row in self.db.query(sql, params)]
+            return [run for run in runs if run.status == where.status][offset : offset + limit]
+        return [_from_row(RunRecord, row) for row in self.db.query(f"{sql} LIMIT ? OFFSET ?", [*params, limit, offset])]
 
     def count_runs(self, where: RunFilter | None = None) -> int:
+        if where is not None and where.status in LIVE:
+            return len(self.query_runs(where, limit=1_000_000))
         clause, params = _where(where)
         return int(self.conn.execute(f"SELECT count(*) FROM runs {clause}", params).fetchone()[0])
 
@@ -341,7 +368,7 @@ def _where(where: RunFilter | None) -> tuple[str, list[str]]:
     where = where or RunFilter()
     tests = [
         ("flow = ?", where.flow),
-        ("status = ?", where.status),
+        ("status = ?", "running" if where.status in LIVE else where.status),
         ("started_at >= ?", where.since),
         ("started_at < ?", where.until),
         ("experiment_id = ?", where.experiment_id),

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from studio.store import SQLiteStore
-from studio.store.base import RunRecord, StepRecord
+from studio.store.base import CallRecord, RunRecord, StepRecord
 from tests.conftest import FLOWSTUDIO, ROOT
 
 
@@ -18,7 +18,7 @@ def test_pragmas_and_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "steps", "llm_calls", "cache", "experiments"} <= tables
     store.close()
@@ -46,8 +46,12 @@ def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
     conn.close()
     store = SQLiteStore(tmp_path / "old.db")
     indexes = {r[1] for r in store.conn.execute("PRAGMA index_list(runs)")}
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
     assert any("experiment_id" in name for name in indexes)
+    store.create_run(RunRecord("r", "f", None, "h", {}))
+    call = CallRecord(node="a", model="m", request={}, response=None, error="rate_limit: 429", attempt=2, wait_s=0.5)
+    store.finish_step("r", StepRecord(node="a", status="failed"), [call])
+    assert [(c.attempt, c.wait_s) for c in store.calls("r")] == [(2, 0.5)]
 
 
 OPEN = """import sys, time
