@@ -11,7 +11,6 @@ from studio.cli.common import (
     json_option,
     print_json,
 )
-from studio.cli.hardening import root_option
 
 
 @click.command()
@@ -26,12 +25,12 @@ from studio.cli.hardening import root_option
 )
 @click.option("--chunk-chars", type=click.IntRange(100), default=1000, show_default=True, help="Longest passage.")
 @json_option
-@root_option
 @friendly
 def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) -> None:
     """Build a full-text search table from the .txt and .md files under DIRECTORY, for retrieve.fts.
 
-    The table is replaced, one row per passage. Example: flowstudio index docs/ --table handbook --db docs.db
+    The table is replaced, one row per passage. A symbolic link is followed only when it stays inside
+    DIRECTORY; one that leads out of it is refused. Example: flowstudio index docs/ --table handbook --db docs.db
     """
     import re
 
@@ -39,11 +38,12 @@ def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) 
 
     from nodes.retrieve_fts import index_directory
     from studio.errors import InputError
-    from studio.flow.paths import PathRefused, project_root
+    from studio.flow.paths import PathRefused
 
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", table):
         raise InputError(f"table name {table!r} must be letters, digits and underscores", field="--table")
-    root = project_root(Path(directory))
+    root = Path(directory).resolve()
+    _refuse_links_out(root)
     Path(db).parent.mkdir(parents=True, exist_ok=True)
     try:
         with sqlite_utils.Database(db) as database:
@@ -54,3 +54,19 @@ def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) 
         print_json({"db": db, "table": table, "passages": rows})
     else:
         click.echo(f"indexed {rows} passages from {directory} into {db} (table {table})")
+
+
+def _refuse_links_out(folder: Path) -> None:
+    """Raise InputError for the first symbolic link under `folder` that leads out of it."""
+    from studio.errors import InputError
+
+    for path in sorted(folder.rglob("*")):
+        if not path.is_symlink():
+            continue
+        real = path.resolve()
+        if real != folder and folder not in real.parents:
+            raise InputError(
+                f"{path} links to {real}, outside the folder being indexed ({folder}); "
+                "a link is followed only within it",
+                field="DIRECTORY",
+            )

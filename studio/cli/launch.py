@@ -53,7 +53,8 @@ def studio_env(db: Path, flows_dir: Path) -> dict[str, str]:
     "--address",
     default="127.0.0.1",
     show_default=True,
-    help="Interface to listen on; only change it to share the studio on your network.",
+    help="Interface to listen on: a loopback one (the studio has no login; share it through an SSH tunnel or "
+    "an authenticating reverse proxy).",
 )
 @db_option
 def studio(directory: str, port: int | None, address: str, db: str | None) -> None:
@@ -63,6 +64,15 @@ def studio(directory: str, port: int | None, address: str, db: str | None) -> No
     """
     import importlib.util
 
+    from studio.serve.listen import is_loopback
+
+    if not is_loopback(address):
+        click.echo(
+            f"error: refusing to open the studio on {address}: it edits, saves and runs flows and has no login. "
+            "Keep --address 127.0.0.1 and reach it through an SSH tunnel or a reverse proxy that authenticates.",
+            err=True,
+        )
+        sys.exit(EXIT_BAD_INPUT)
     if importlib.util.find_spec("streamlit") is None:
         click.echo("error: the studio needs its extra: pip install 'flowstudio[studio]'", err=True)
         sys.exit(EXIT_BAD_INPUT)

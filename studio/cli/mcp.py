@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from studio.cli.common import db_option, friendly
+from studio.serve import DEFAULT_MAX_BODY_BYTES
 
 
 @click.group()
@@ -19,10 +20,44 @@ def mcp() -> None:
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="With http.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="With http: the interface to bind.")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="With http: the interface to bind; a non-loopback one needs --token-env.",
+)
+@click.option(
+    "--token-env",
+    metavar="NAME",
+    default=None,
+    help="With http: require `Authorization: Bearer $NAME` on every request.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="With http: also answer requests whose Host (or Origin) is NAME. Repeatable.",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(1),
+    default=DEFAULT_MAX_BODY_BYTES,
+    show_default=True,
+    help="With http: the largest request body (413 above it).",
+)
 @db_option
 @friendly
-def serve(path: str, transport: str, port: int, host: str, db: str | None) -> None:
+def serve(
+    path: str,
+    transport: str,
+    port: int,
+    host: str,
+    token_env: str | None,
+    allow_hosts: tuple[str, ...],
+    max_body_bytes: int,
+    db: str | None,
+) -> None:
     """Expose each flow under PATH (a file or a folder) as an MCP tool; every call is a stored run.
 
     Example: flowstudio mcp serve flows/ticket-triage.yaml --transport stdio
@@ -35,10 +70,18 @@ def serve(path: str, transport: str, port: int, host: str, db: str | None) -> No
         raise click.ClickException("the MCP server needs the mcp extra: pip install 'flowstudio[mcp]'") from None
     from pathlib import Path
 
+    from studio.serve.listen import read_token
+
+    token = read_token(token_env, host) if transport == "http" else None
     tools = mcp_server.load_tools(Path(path))
-    server = mcp_server.build_server(tools, db)
+    folder = Path(path).resolve()
+    server = mcp_server.build_server(tools, db, folder if folder.is_dir() else folder.parent)
     if transport == "stdio":
         anyio.run(mcp_server.serve_stdio, server)
     else:
-        click.echo(f"serving {len(tools)} flow(s) as MCP tools at http://{host}:{port}/mcp", err=True)
-        mcp_server.serve_http(server, host, port)
+        guard = mcp_server.Guard(token=token, allow_hosts=allow_hosts, max_body_bytes=max_body_bytes)
+
+        def announce(url: str) -> None:
+            click.echo(f"serving {len(tools)} flow(s) as MCP tools at {url}", err=True)
+
+        mcp_server.serve_http(server, host, port, guard, announce)

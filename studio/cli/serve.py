@@ -3,11 +3,45 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
 from studio.cli.common import db_option, friendly
-from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS, DEFAULT_PORT
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guard_options(command: F) -> F:
+    """`--allow-host`, `--allow-model` and `--max-body-bytes` (serve, mcp serve)."""
+    options = [
+        click.option(
+            "--allow-host",
+            "allow_hosts",
+            multiple=True,
+            metavar="NAME",
+            help="Also answer requests whose Host (or Origin) is NAME; besides loopback and --host. Repeatable.",
+        ),
+        click.option(
+            "--allow-model",
+            "allow_models",
+            multiple=True,
+            metavar="PATTERN",
+            help="Models a request may swap in besides the flow's own (fnmatch, e.g. 'openai/gpt-4o*'). Repeatable.",
+        ),
+        click.option(
+            "--max-body-bytes",
+            type=click.IntRange(1),
+            default=DEFAULT_MAX_BODY_BYTES,
+            show_default=True,
+            help="Largest request body; a larger one is refused with 413.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @click.command()
@@ -32,11 +66,22 @@ from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
     show_default=True,
     help="Runs executing at once; more wait for a slot.",
 )
+@guard_options
 @friendly
-def serve(path: str, host: str, port: int, db: str | None, token_env: str | None, max_concurrency: int) -> None:
+def serve(
+    path: str,
+    host: str,
+    port: int,
+    db: str | None,
+    token_env: str | None,
+    max_concurrency: int,
+    allow_hosts: tuple[str, ...],
+    allow_models: tuple[str, ...],
+    max_body_bytes: int,
+) -> None:
     """Serve a flow file, or every flow of a folder, over HTTP; prints the URL.
 
-    Example: flowstudio serve flows/ --port 8000
+    Example: flowstudio serve flows/ --port 8000 --allow-model 'openai/gpt-4o*'
     """
     try:
         from studio.serve import server
@@ -49,6 +94,9 @@ def serve(path: str, host: str, port: int, db: str | None, token_env: str | None
         db=db,
         token_env=token_env,
         max_concurrency=max_concurrency,
+        allow_hosts=allow_hosts,
+        allow_models=allow_models,
+        max_body_bytes=max_body_bytes,
         announce=_announce,
     )
 

@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,11 +21,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from studio.errors import SpecError
 from studio.flow.loader import load_file
+from studio.flow.paths import PathRefused, confine, project_root
 from studio.flow.spec import ModelSpec, ScriptRule
 from studio.models.base import Completion, ModelError, Request, TokenSink
 from studio.models.capabilities import Capabilities, scripted
 
 LEDGER_ENV = "FLOWSTUDIO_SCRIPTED_LEDGER"
+_USER_SCRIPTS: ContextVar[frozenset[str]] = ContextVar("flowstudio_user_scripts", default=frozenset())
+"""The `scripted/PATH` names the user gave as overrides (see `trust_user_models`)."""
 _RULES = TypeAdapter(list[ScriptRule])
 
 
@@ -174,8 +179,23 @@ def from_spec(spec: ModelSpec, base_dir: Path) -> ScriptedModel:
     return ScriptedModel(rules, name=spec.model, **prices)
 
 
+def trust_user_models(models: Iterable[str]) -> None:
+    """Mark `scripted/PATH` models the user named on the command line (`--model`) or in a Python
+    call: they are the user's own paths, found from the current folder too. Every other one (a
+    flow file's, a server client's) is resolved under the project root only."""
+    names = {model.removeprefix("scripted/") for model in models if model.startswith("scripted/")}
+    if names:
+        _USER_SCRIPTS.set(_USER_SCRIPTS.get() | names)
+
+
 def _script_path(name: str, base_dir: Path) -> Path:
-    for candidate in (Path(name), base_dir / name):
-        if candidate.is_file():
-            return candidate
-    raise SpecError(f"scripted model file {name!r} not found (looked in . and {base_dir})", field="model")
+    if name in _USER_SCRIPTS.get():
+        for candidate in (Path(name), base_dir / name):
+            if candidate.is_file():
+                return candidate
+    if not (base_dir / name).exists():
+        raise SpecError(f"scripted model file {name!r} not found next to the flow", field="model")
+    try:
+        return confine(base_dir, name, project_root(base_dir), what="scripted model file")
+    except PathRefused as err:
+        raise SpecError(str(err), field="model") from None

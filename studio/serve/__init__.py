@@ -13,3 +13,5 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_RUNS = 64
 """Runs executing at once (`--max-concurrency`); more wait for a slot."""
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+"""The largest request body a server reads (`--max-body-bytes`); a larger one is refused with 413."""

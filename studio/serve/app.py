@@ -7,7 +7,6 @@ background), `GET /runs/{id}`, `GET /runs/{id}/events`, `POST /runs/{id}/resume`
 
 from __future__ import annotations
 
-import hmac
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,22 +16,22 @@ from typing import Any, Literal
 
 from fastapi import FastAPI, Header, Request
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.errors import FlowError, InputError
 from studio.runtime.engine import Engine, RunOptions
 from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
+from studio.serve.docs import docs_page
 from studio.serve.events import Event, parse_id, run_object
+from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, BearerAuth, BodyLimit, BodyTooLarge, HostGuard, Hosts
 from studio.serve.manager import Mode, NotNow, RunManager, Start
-from studio.serve.schemas import add_flow_paths
+from studio.serve.schemas import add_flow_paths, check_inputs, inputs_schema
 from studio.store import SQLiteStore
 from studio.store.base import step_row
 
 log = logging.getLogger("flowstudio.serve")
-OPEN_PATHS = {"/healthz"}
 
 
 class RunRequest(BaseModel):
@@ -59,30 +58,22 @@ class ResumeRequest(BaseModel):
     """As for a new run."""
 
 
-class BearerAuth:
-    """Every request but `/healthz` needs `Authorization: Bearer TOKEN` (compared in constant time)."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
-            given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
-            if not hmac.compare_digest(given, self.expected):
-                refusal = JSONResponse(
-                    {"detail": "missing or wrong bearer token"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
-                )
-                await refusal(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
 def create_app(
-    path: str | Path, *, db: str | Path, token: str | None = None, max_runs: int = DEFAULT_MAX_RUNS
+    path: str | Path,
+    *,
+    db: str | Path,
+    token: str | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    hosts: Hosts | None = None,
+    allow_models: tuple[str, ...] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
-    """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`."""
-    catalog = Catalog(path)
+    """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`.
+
+    `hosts` are the names a client may call it by (default: loopback only), `allow_models` the
+    model patterns a request may swap in besides the flow's own, `max_body_bytes` the largest body.
+    """
+    catalog = Catalog(path, allow_models)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -98,10 +89,18 @@ def create_app(
             await manager.shutdown()
             store.close()
 
-    app = FastAPI(title="Flowstudio", version=metadata.version("flowstudio"), lifespan=lifespan)
+    app = FastAPI(
+        title="Flowstudio",
+        version=metadata.version("flowstudio"),
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.catalog = catalog
+    app.add_middleware(BodyLimit, limit=max_body_bytes)  # the last added runs first: Host, token, size
     if token:
         app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(HostGuard, hosts=hosts or Hosts.of("127.0.0.1"))
     _add_error_handlers(app)
     _add_routes(app, catalog)
     chat.add_routes(app, catalog)
@@ -111,6 +110,12 @@ def create_app(
         return add_flow_paths(base, {name: served.plan for name, served in catalog.flows().items()})
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """The API's documentation as one self-contained page (no CDN, no script: works offline)."""
+        return HTMLResponse(docs_page(app.openapi()))
+
     return app
 
 
@@ -134,6 +139,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
     async def run_flow(name: str, body: RunRequest, request: Request) -> Response:
         """Run a flow: `wait` answers 200 and the run, `stream` server-sent events, `background` 202."""
         served = catalog.get(name)
+        check_inputs(inputs_schema(served.plan), body.inputs)
         plan = catalog.plan(served, body.models)
         options = RunOptions(models=dict(body.models), stream=body.mode == "stream")  # tokens only when streamed
 
@@ -235,8 +241,16 @@ def _location(field: str | None) -> list[str]:
 def _add_error_handlers(app: FastAPI) -> None:
     async def bad_input(request: Request, err: Exception) -> Response:
         assert isinstance(err, FlowError)
-        problem = {"loc": _location(err.field), "msg": err.message, "type": "bad_input"}
+        catalog: Catalog = request.app.state.catalog
+        problem = {"loc": _location(err.field), "msg": catalog.relative(err.message), "type": "bad_input"}
         return JSONResponse({"detail": [problem]}, status_code=422)
+
+    async def too_large(request: Request, err: Exception) -> Response:
+        assert isinstance(err, BodyTooLarge)
+        if request.url.path.startswith("/v1/"):
+            error = {"message": err.detail, "type": "invalid_request_error", "code": "body_too_large"}
+            return JSONResponse({"error": error}, status_code=413)
+        return JSONResponse({"detail": err.detail}, status_code=413)
 
     async def not_found(request: Request, err: Exception) -> Response:
         return JSONResponse({"detail": str(err)}, status_code=404)
@@ -245,5 +259,6 @@ def _add_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": str(err)}, status_code=409)
 
     app.add_exception_handler(FlowError, bad_input)
+    app.add_exception_handler(BodyTooLarge, too_large)
     app.add_exception_handler(NotFound, not_found)
     app.add_exception_handler(NotNow, not_now)

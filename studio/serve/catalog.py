@@ -6,13 +6,17 @@ request, an unchanged one is reused. Files that do not load are left out (and lo
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from studio.errors import FlowError, InputError
 from studio.export.writer import output_types
+from studio.flow.paths import PathRefused, confine
 from studio.flow.spec import Flow, load_flow_text
 from studio.models import client_for
 from studio.runtime.compiler import Plan, compile_flow
@@ -70,11 +74,53 @@ class ServedFlow:
         return output_types(self.plan)[name]
 
 
+def check_overrides(flow: Flow, models: dict[str, str], allowed: Iterable[str] = ()) -> None:
+    """Refuse a client's model override unless its alias is the flow's and its model is one of the
+    flow's own model strings or matches an operator's `--allow-model` pattern: a request chooses
+    among the models the operator allows, never a file or a provider of its own."""
+    aliases = flow.spec.models
+    own = sorted({spec.model for spec in aliases.values()})
+    patterns = list(allowed)
+    for alias, model in models.items():
+        if alias not in aliases:
+            close = difflib.get_close_matches(alias, sorted(aliases), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            known = ", ".join(sorted(aliases)) or "none"
+            raise InputError(
+                f"the flow has no model alias {alias!r}; {hint}its aliases: {known}", field=f"models.{alias}"
+            )
+        if model not in own and not any(fnmatchcase(model, p) for p in patterns):
+            more = (
+                f"; allowed patterns: {', '.join(patterns)}"
+                if patterns
+                else " (the operator allows more with --allow-model)"
+            )
+            raise InputError(
+                f"model {model!r} is not allowed here: the flow's own models are {', '.join(own)}{more}",
+                field=f"models.{alias}",
+            )
+        if model.startswith("scripted/"):
+            _confined_script(flow, alias, model.removeprefix("scripted/"))
+
+
+def _confined_script(flow: Flow, alias: str, name: str) -> None:
+    """A client's `scripted/PATH` must name a file under the flow's folder (checked before the
+    compiler sees it, since overrides are otherwise the caller's own paths)."""
+    try:
+        confine(flow.base_dir, name, flow.base_dir, what="scripted model file")
+    except PathRefused:
+        raise InputError(
+            f"scripted model file {name!r} is not a file in the flow's folder", field=f"models.{alias}"
+        ) from None
+
+
 class Catalog:
     """Finds flows by name under a file or folder, compiling each version of a file once."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, allow_models: Iterable[str] = ()) -> None:
         self.path = Path(path).resolve()
+        self.allow_models = tuple(allow_models)
+        """The operator's `--allow-model` patterns: models a request may swap in besides the flow's own."""
         self._by_file: dict[Path, ServedFlow] = {}
         self._broken: dict[Path, str] = {}
         self._plans: dict[tuple[Path, str, tuple[tuple[str, str], ...]], Plan] = {}
@@ -104,6 +150,7 @@ class Catalog:
         """The flow compiled with model overrides (cached per file version and overrides)."""
         if not models:
             return served.plan
+        check_overrides(served.flow, models, self.allow_models)
         key = (served.path, served.hash, tuple(sorted(models.items())))
         if key not in self._plans:
             if len(self._plans) >= MAX_OVERRIDE_PLANS:
@@ -119,6 +166,11 @@ class Catalog:
                     raise InputError(f"models.{alias}: {err.message}", field=f"models.{alias}") from None
             self._plans[key] = plan
         return self._plans[key]
+
+    def relative(self, text: str) -> str:
+        """`text` with the served folder's absolute path left out: clients see paths relative to it."""
+        folder = self.path if self.path.is_dir() else self.path.parent
+        return text.replace(f"{folder}/", "").replace(str(folder), ".")
 
     def _load(self, file: Path) -> ServedFlow | None:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from studio.export.writer import _output_types
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.runner import run_flow_async
+from studio.serve.schemas import check_inputs, inputs_schema
 from studio.types import PortType
 
 RUN_ID_META = "flowstudio/run_id"
@@ -98,8 +100,23 @@ def load_tools(path: Path) -> dict[str, FlowTool]:
     return tools
 
 
-async def call_flow(tool: FlowTool, arguments: dict[str, Any], db: str | None, progress: Any) -> types.CallToolResult:
-    """Run the flow; finished steps are reported through `progress(done, total, message)`."""
+def error_result(text: str, folder: Path) -> types.CallToolResult:
+    """A tool error whose text names files relative to the served folder."""
+    shown = text.replace(f"{folder}/", "").replace(str(folder), ".")
+    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], is_error=True)
+
+
+async def call_flow(
+    tool: FlowTool, arguments: dict[str, Any], db: str | None, progress: Any, folder: Path | None = None
+) -> types.CallToolResult:
+    """Run the flow; finished steps are reported through `progress(done, total, message)`.
+
+    The arguments are checked strictly against the tool's published input schema first."""
+    folder = folder or tool.path.parent
+    try:
+        check_inputs(inputs_schema(tool.plan), arguments, field="arguments")
+    except FlowError as err:
+        return error_result(f"{err.field}: {err.message}", folder)
     total, done, sent = float(len(tool.plan.nodes)), [0], []
 
     def on_step(*, event: str, **details: Any) -> None:
@@ -111,7 +128,7 @@ async def call_flow(tool: FlowTool, arguments: dict[str, Any], db: str | None, p
     try:
         result = await run_flow_async(tool.path, arguments, db=db, hooks=[on_step])
     except FlowError as err:
-        return types.CallToolResult(content=[types.TextContent(type="text", text=str(err))], is_error=True)
+        return error_result(str(err), folder)
     finally:
         await asyncio.gather(*sent, return_exceptions=True)
     failed = result.status != "succeeded"
@@ -123,8 +140,9 @@ async def call_flow(tool: FlowTool, arguments: dict[str, Any], db: str | None, p
     )
 
 
-def build_server(tools: dict[str, FlowTool], db: str | None) -> Server[Any]:
-    """The MCP server: `tools/list` gives every flow, `tools/call` runs one."""
+def build_server(tools: dict[str, FlowTool], db: str | None, folder: Path | None = None) -> Server[Any]:
+    """The MCP server: `tools/list` gives every flow, `tools/call` runs one (errors name files
+    relative to `folder`, the served folder)."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[t.schema() for t in tools.values()])
@@ -134,7 +152,7 @@ def build_server(tools: dict[str, FlowTool], db: str | None) -> Server[Any]:
         if tool is None:
             text = f"no flow named {params.name!r}; flows: {sorted(tools)}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-        return await call_flow(tool, dict(params.arguments or {}), db, ctx.session.report_progress)
+        return await call_flow(tool, dict(params.arguments or {}), db, ctx.session.report_progress, folder)
 
     return Server("flowstudio", on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -147,9 +165,45 @@ async def serve_stdio(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-def serve_http(server: Server[Any], host: str, port: int) -> None:
-    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted."""
+def serve_http(
+    server: Server[Any], host: str, port: int, guard: Guard, announce: Callable[[str], None] = print
+) -> None:
+    """Serve streamable HTTP at http://HOST:PORT/mcp until interrupted, behind the same Host check,
+    token and body limit as `flowstudio serve`; `announce` gets the URL once it is bound. Raises
+    InputError when the address cannot be bound."""
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
-    app = server.streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    from studio.serve.guard import BearerAuth, BodyLimit, HostGuard, Hosts
+    from studio.serve.listen import bind
+
+    hosts = Hosts.of(host, guard.allow_hosts)
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts.sdk_hosts(port),
+        allowed_origins=hosts.sdk_origins(port),
+    )
+    app: Any = server.streamable_http_app(
+        host=host, transport_security=security, max_request_body_size=guard.max_body_bytes
+    )
+    app = BodyLimit(app, guard.max_body_bytes)
+    if guard.token:
+        app = BearerAuth(app, guard.token)
+    app = HostGuard(app, hosts)
+    sock = bind(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    announce(f"http://{shown}:{port}/mcp")
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What an HTTP client must pass: its Host, a token, a body size."""
+
+    token: str | None = None
+    """The bearer token every request needs (None: none, loopback only)."""
+    allow_hosts: tuple[str, ...] = ()
+    """Host names accepted besides loopback and the bound address."""
+    max_body_bytes: int = 1_000_000
+    """The largest request body."""

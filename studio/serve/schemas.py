@@ -3,14 +3,21 @@ per-flow request and response schemas that `/openapi.json` publishes."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from studio.errors import InputError
 from studio.export.writer import output_types
 from studio.runtime.compiler import Plan
 from studio.types import PortType
 
 MODES = ["wait", "stream", "background"]
+_MESSAGE = {
+    "type": "object",
+    "properties": {"role": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["role", "content"],
+}
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
 
 
@@ -21,6 +28,8 @@ def port_schema(port: PortType) -> dict[str, Any]:
         return {}
     if port.name == "list":
         schema = {"type": "array", "items": port_schema(port.item)} if port.item else {"type": "array"}
+    elif port.name == "messages":
+        schema = {"type": "array", "items": _MESSAGE}
     else:
         schema = {"type": _JSON_TYPES[port.name]}
     return {"anyOf": [schema, {"type": "null"}]} if port.optional else schema
@@ -38,6 +47,31 @@ def inputs_schema(plan: Plan) -> dict[str, Any]:
         properties[name] = prop
     required = [name for name, spec in plan.inputs.items() if spec.required]
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") -> None:
+    """Validate a client's inputs strictly against the published schema (an `integer` refuses "5"
+    and true); raises InputError naming the first input at fault (`inputs.count`)."""
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
+    if not errors:
+        return
+    error = errors[0]
+    given = inputs if isinstance(inputs, dict) else {}
+    if error.validator == "required":
+        name = next((n for n in schema.get("required", []) if n not in given), "")
+        raise InputError(f"{name}: a required input is missing", field=f"{field}.{name}")
+    if error.validator == "additionalProperties":
+        name = next((n for n in given if n not in schema.get("properties", {})), "")
+        known = ", ".join(schema.get("properties", {})) or "none"
+        raise InputError(f"{name}: the flow has no such input; its inputs: {known}", field=f"{field}.{name}")
+    path = [str(part) for part in error.path]
+    where = ".".join([field, *path]) if path else field
+    shown = json.dumps(error.instance)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    wanted = error.schema.get("type") or "the published schema"
+    raise InputError(f"{'.'.join(path) or field}: expected {wanted}, got {shown}", field=where)
 
 
 def outputs_schema(plan: Plan) -> dict[str, Any]:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
-import os
-import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,41 +9,13 @@ from studio.errors import InputError
 from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 from studio.serve.app import create_app
 from studio.serve.catalog import Catalog
+from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, Hosts
+from studio.serve.listen import bind, read_token
 from studio.store import default_db_path
 
 KEEP_ALIVE_S = 30
 """How long an idle keep-alive connection stays open; uvicorn's 5 s default races busy clients'
 pooled connections (a request sent as the server closes the connection)."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether every address `host` names is a loopback address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None)
-    except socket.gaierror:
-        return False
-    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
-
-
-def read_token(token_env: str | None, host: str) -> str | None:
-    """The bearer token from the environment variable `token_env`; refuses a public host without one."""
-    token = None
-    if token_env:
-        token = os.environ.get(token_env, "")
-        if not token:
-            raise InputError(f"the environment variable {token_env} is not set or empty", field="--token-env")
-    if token is None and not is_loopback(host):
-        raise InputError(
-            f"refusing to serve on {host} without a token: pass --token-env NAME (bearer token in $NAME)",
-            field="--host",
-        )
-    return token
 
 
 def check_flows(path: str | Path) -> int:
@@ -62,19 +31,6 @@ def check_flows(path: str | Path) -> int:
     return len(Catalog(target).flows())
 
 
-def bind(host: str, port: int) -> socket.socket:
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(address)
-        sock.listen(2048)  # from now on connections wait for the app: the printed URL is good at once
-    except OSError as err:
-        sock.close()
-        raise InputError(f"cannot listen on {host}:{port}: {err.strerror}", field="--port") from None
-    return sock
-
-
 def serve(
     path: str | Path,
     *,
@@ -83,6 +39,9 @@ def serve(
     db: str | Path | None = None,
     token_env: str | None = None,
     max_concurrency: int = DEFAULT_MAX_RUNS,
+    allow_hosts: tuple[str, ...] = (),
+    allow_models: tuple[str, ...] = (),
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     announce: Callable[[str], None] = print,
 ) -> None:
     """Serve the flow file or folder at `path` until interrupted; raises FlowError on bad input."""
@@ -91,7 +50,15 @@ def serve(
     token = read_token(token_env, host)
     count = check_flows(path)
     store_path = Path(db) if db else default_db_path()
-    app = create_app(path, db=store_path, token=token, max_runs=max_concurrency)
+    app = create_app(
+        path,
+        db=store_path,
+        token=token,
+        max_runs=max_concurrency,
+        hosts=Hosts.of(host, allow_hosts),
+        allow_models=allow_models,
+        max_body_bytes=max_body_bytes,
+    )
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

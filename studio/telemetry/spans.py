@@ -2,7 +2,8 @@
 
 Attributes follow the OpenTelemetry GenAI semantic conventions (`gen_ai.*`) and the
 OpenInference ones (`openinference.span.kind`, `llm.*`, `tool.*`); prompts, inputs and
-outputs (`input.value`, `output.value`) only when content capture is on. Times come from the
+outputs (`input.value`, `output.value`), and error text on failed spans, only when content
+capture is on (else a failed span says its error kind and a fixed sentence). Times come from the
 records, so a stored run exports with the timing it had.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 NodeTypes = Mapping[str, Mapping[str, Any]]
 """Node id → its spec (`type`, `config`), from the flow."""
 _TEXT_LIMIT = 32_000
+WITHHELD = "error text withheld (content capture is off)"
+"""The fixed description of a failed span when FLOWSTUDIO_OTEL_CAPTURE_CONTENT is off."""
 
 
 def nanos(timestamp: str | None) -> int | None:
@@ -58,6 +62,13 @@ class SpanWriter:
         self.content = content
         self.node_types = node_types or {}
 
+    def error_text(self, text: str | None, kind: str) -> str:
+        """A span's error description: the error itself with content capture on; otherwise its kind
+        and a fixed sentence, since error text can quote inputs, prompts and replies."""
+        if self.content:
+            return (text or "")[:500]
+        return f"{kind}: {WITHHELD}"
+
     def start_run(self, run: RunRecord) -> Span:
         attributes: dict[str, Any] = {
             "openinference.span.kind": "CHAIN",
@@ -86,7 +97,7 @@ class SpanWriter:
             span.set_attribute("output.value", _json(run.outputs))
             span.set_attribute("output.mime_type", "application/json")
         if run.status == "failed":
-            span.set_status(Status(StatusCode.ERROR, (run.error or "")[:500]))
+            span.set_status(Status(StatusCode.ERROR, self.error_text(run.error, "run_failed")))
         span.end(end_time=nanos(run.ended_at))
 
     def step(self, parent: Span, run: RunRecord, step: StepRecord, calls: list[CallRecord]) -> None:
@@ -130,7 +141,7 @@ class SpanWriter:
             attributes=attributes,
         )
         if step.status == "failed":
-            span.set_status(Status(StatusCode.ERROR, (step.error or "")[:500]))
+            span.set_status(Status(StatusCode.ERROR, self.error_text(step.error, step.error_kind or "node_failed")))
             if step.error_kind:
                 span.set_attribute("error.type", step.error_kind)
         context = trace.set_span_in_context(span)
@@ -175,8 +186,9 @@ class SpanWriter:
             attributes=attributes,
         )
         if call.error:
-            span.set_status(Status(StatusCode.ERROR, call.error[:500]))
-            span.set_attribute("error.type", call.error.split(":", 1)[0])
+            kind = error_kind(call.error)
+            span.set_status(Status(StatusCode.ERROR, self.error_text(call.error, kind)))
+            span.set_attribute("error.type", kind)
         span.end(end_time=start + int(call.latency_s * 1_000_000_000))
 
     def _tool_turns(self, context: Context, step: StepRecord, calls: list[CallRecord]) -> None:
@@ -209,7 +221,7 @@ class SpanWriter:
                 f"execute_tool {name}", context=context, start_time=start, attributes=attributes
             )
             if turn.get("error"):
-                span.set_status(Status(StatusCode.ERROR, str(turn["error"])[:500]))
+                span.set_status(Status(StatusCode.ERROR, self.error_text(str(turn["error"]), "tool_error")))
             span.end(end_time=start + int(float(turn.get("latency_s") or 0) * 1e9))
 
     def run(self, run: RunRecord, steps: list[StepRecord], calls: list[CallRecord]) -> None:
@@ -218,6 +230,12 @@ class SpanWriter:
         for step in steps:
             self.step(span, run, step, [c for c in calls if c.node == step.node and _within(c, step)])
         self.end_run(span, run)
+
+
+def error_kind(text: str) -> str:
+    """`rate_limit: slow down` → `rate_limit`; text without a plain kind word → `model_error`."""
+    head = text.split(":", 1)[0].strip()
+    return head if re.fullmatch(r"[a-z][a-z0-9_]{0,39}", head) else "model_error"
 
 
 def _within(call: CallRecord, step: StepRecord) -> bool:

@@ -131,14 +131,21 @@ async def test_retrieve_documents_are_read_with_a_size_cap(canary: Canary, monke
     assert result.status == "failed" and "larger than 1000 bytes" in str(result.error)
 
 
-def test_index_refuses_a_symlink_out_of_the_folder(canary: Canary) -> None:
+@pytest.mark.parametrize("where", ["outside the project", "elsewhere in the project", "a linked folder"])
+def test_index_refuses_a_symlink_out_of_the_folder(canary: Canary, where: str) -> None:
     docs = canary.root / "docs"
     docs.mkdir()
     (docs / "fine.md").write_text("# fine\nhello")
-    (docs / "leak.md").symlink_to(canary.secret_file)
+    if where == "outside the project":
+        (docs / "leak.md").symlink_to(canary.secret_file)
+    elif where == "elsewhere in the project":
+        (canary.root / "private.md").write_text(SECRET)
+        (docs / "leak.md").symlink_to(canary.root / "private.md")
+    else:
+        (docs / "more").symlink_to(canary.secret_file.parent)
     db = canary.root / "index.db"
     result = CliRunner().invoke(main, ["index", str(docs), "--table", "docs", "--db", str(db)])
-    assert result.exit_code == 2 and "outside the project root" in result.output, result.output
+    assert result.exit_code == 2 and "outside the folder being indexed" in result.output, result.output
     assert "Traceback" not in result.output
     if db.exists():
         with sqlite3.connect(db) as conn:
