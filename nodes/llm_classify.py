@@ -7,6 +7,10 @@ prompt's probabilities for content-free texts (contextual calibration, which rem
 small model's bias toward one label) and picks the label with the largest share; that
 share is the `confidence`. Elsewhere (the scripted model, providers without logprobs) the
 reply text is mapped to the nearest label and `confidence` is None.
+
+Calls whose reply is only measured (the content-free priors, an ensemble's votes, a reply scored
+by its logprobs) are made as probes (`purpose="probe"`): never streamed as if they were the
+answer, and marked in the trace.
 """
 
 from __future__ import annotations
@@ -315,9 +319,17 @@ class Classify(Node):
             options.setdefault("max_tokens", 16)
         return await ctx.llm.complete(**prompt.request(), **options)
 
-    async def ask(self, text: str, ctx: NodeContext, variant: int = 0) -> Completion:
+    async def ask(self, text: str, ctx: NodeContext, variant: int = 0, **options: Any) -> Completion:
         """One model call for `text`, asking for the first tokens' logprobs where the client can."""
-        return await self.complete(self.prompt(text, variant), ctx)
+        return await self.complete(self.prompt(text, variant), ctx, **options)
+
+    @staticmethod
+    def scoring(ctx: NodeContext) -> dict[str, Any]:
+        """Options of a call whose label is read from its logprobs, not its text: a `probe` (never
+        streamed as the answer: calibration may pick another label than the text begins with) where
+        the model is known to give logprobs; else none (the reply's text may be the answer)."""
+        supports = getattr(ctx.llm, "supports", None)
+        return {"purpose": "probe"} if supports is not None and supports("logprobs") is True else {}
 
     async def prior(self, ctx: NodeContext, variant: int = 0) -> dict[str, float] | None:
         """The prompt's label shares for content-free texts, asked once per model and prompt in
@@ -326,7 +338,7 @@ class Classify(Node):
         known, prior = PRIORS.get(key)
         if known:
             return prior
-        tops = [first_position(await self.ask(text, ctx, variant)) for text in CONTENT_FREE]
+        tops = [first_position(await self.ask(text, ctx, variant, purpose="probe")) for text in CONTENT_FREE]
         found = [top for top in tops if top is not None]
         prior = content_free_prior(found, self.config.labels) if len(found) == len(tops) else None
         PRIORS.put(key, prior)
@@ -348,12 +360,12 @@ class Classify(Node):
             return await self.vote_constrained(text, ctx)
         if len(self.config.demos) < 2:  # a single prompt: the votes differ by sampling instead
 
-            async def sample(prompt: Prompt, **options: Any) -> str:
-                return (await self.complete(prompt, ctx, **options)).text
+            async def sample(prompt: Prompt, **options: Any) -> str:  # a vote, not the answer: a probe
+                return (await self.complete(prompt, ctx, purpose="probe", **options)).text
 
             replies = await strategies.samples(self.prompt(text), sample, n)
             return self.Outputs(label=strategies.majority([nearest_label(r, self.config.labels) for r in replies]))
-        completions = [await self.ask(text, ctx, variant) for variant in range(n)]
+        completions = [await self.ask(text, ctx, variant, purpose="probe") for variant in range(n)]
         total = dict.fromkeys(self.config.labels, 0.0)
         for variant, reply in enumerate(completions):
             found = await self.scores(reply, ctx, variant)
@@ -375,7 +387,7 @@ class Classify(Node):
                 {"temperature": strategies.SAMPLE_TEMPERATURE, "extra": {"seed": variant}} if sampled else {}
             )
             prompt = self.prompt(text, 0 if sampled else variant)
-            labels.append(self.read_label(await self.complete_constrained(prompt, ctx, **options)))
+            labels.append(self.read_label(await self.complete_constrained(prompt, ctx, purpose="probe", **options)))
         return self.Outputs(label=strategies.majority(labels), method="constrained")
 
     async def run(self, inputs: Inputs, ctx: NodeContext) -> Outputs:
@@ -391,7 +403,7 @@ class Classify(Node):
         if self.method(ctx) == "constrained":
             reply = await self.complete_constrained(prompt, ctx)
             return self.Outputs(label=self.read_label(reply), method="constrained")
-        reply = await self.complete(prompt, ctx)
+        reply = await self.complete(prompt, ctx, **self.scoring(ctx))
         scores = await self.scores(reply, ctx)
         if scores is None:
             return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")

@@ -28,6 +28,7 @@ __all__ = [
     "ANY",
     "LLM",
     "NO_VALUE",
+    "CallPurpose",
     "ChatTurn",
     "Completion",
     "FlowCaller",
@@ -68,6 +69,12 @@ evaluate = templates.evaluate
 expression_problem = templates.expression_problem
 
 
+CallPurpose = Literal["answer", "probe"]
+"""Why a node makes a model call: `answer`, a reply that is (or drafts) the node's answer, streamed
+to whoever watches the run; `probe`, a call the node only measures (scores, a calibration), never
+streamed and marked so in the trace."""
+
+
 class LLM(Protocol):
     """The node's model, bound to its alias settings; every call is traced and budgeted."""
 
@@ -80,8 +87,10 @@ class LLM(Protocol):
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        purpose: CallPurpose = "answer",
     ) -> Completion:
-        """One model call: chat messages or a completion prompt; traced, cached and budgeted."""
+        """One model call: chat messages or a completion prompt; traced, cached and budgeted.
+        `purpose="probe"`: a call whose reply is not shown as the answer (see `CallPurpose`)."""
         ...
 
 

@@ -160,7 +160,8 @@ def _print_details(steps: list[StepRecord], calls: list[CallRecord], console: Co
 
 def _print_call(call: CallRecord, console: Console) -> None:
     hit = ", from cache" if call.cache_hit else ""
-    console.print(_text(f"model call to {call.model} ({call.input_tokens}+{call.output_tokens} tokens{hit})"))
+    probe = ", purpose: probe" if call.purpose == "probe" else ""  # measured by its node, not its answer
+    console.print(_text(f"model call to {call.model} ({call.input_tokens}+{call.output_tokens} tokens{hit}{probe})"))
     request = call.request
     if "prompt" in request:
         console.print(_text("prompt:\n" + _indent(str(request["prompt"]))))

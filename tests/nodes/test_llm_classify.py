@@ -63,6 +63,7 @@ class PlainLLM:
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        purpose: str = "answer",
     ) -> Completion:
         self.prompts.append(prompt)
         return Completion(text=self.text, input_tokens=1, output_tokens=1)
@@ -83,6 +84,7 @@ class DirectLLM:
         max_tokens: int | None = None,
         temperature: float | None = None,
         extra: dict[str, Any] | None = None,
+        purpose: str = "answer",
     ) -> Completion:
         request = Request(
             messages=tuple(messages or ()),
@@ -363,3 +365,60 @@ async def test_ticket_triage_classify_on_the_embedded_model() -> None:
         assert out.confidence is not None and 0 < out.confidence <= 1
         correct += out.label == gold
     assert correct / len(CLEAR_TICKETS) >= 5 / 6
+
+
+class ScoringClient:
+    """A model client that gives logprobs (as the embedded model does) and records whether it streamed."""
+
+    def __init__(self) -> None:
+        self.streamed = 0
+
+    def capabilities(self) -> Any:
+        from studio.models.capabilities import LOCAL
+
+        return LOCAL
+
+    async def complete(self, request: Request) -> Completion:
+        top = {" bug": log(0.6), " billing": log(0.3), " other": log(0.1)}
+        text = " bug" if "crash" in str(request.prompt) else " no"
+        return Completion(text=text, input_tokens=1, output_tokens=1, top_logprobs=[top])
+
+    async def stream(self, request: Request, on_text: Any) -> Completion:
+        self.streamed += 1
+        completion = await self.complete(request)
+        on_text(completion.text)
+        return completion
+
+
+async def test_scoring_calls_are_probes_never_streamed_as_the_answer() -> None:
+    """`[classify] bug no error error` was the priors' replies streamed after the label's."""
+    from studio.flow.spec import ModelSpec
+    from studio.runtime.budget import Budget
+    from studio.runtime.llm import BoundLLM
+    from studio.store.base import CallRecord
+
+    PRIORS.clear()
+    client, tokens, calls = ScoringClient(), list[str](), list[CallRecord]()
+    models = {"default": ModelSpec(model="local/smollm2")}
+    bound = BoundLLM("classify", "default", models, lambda _: client, calls, Budget(), None, tokens.append)  # type: ignore[arg-type,return-value]
+    out = await node().run(Classify.Inputs(text="it crashes"), ctx(bound))
+    assert out.method == "logprobs"
+    assert tokens == [] and client.streamed == 0
+    assert len(calls) == 1 + len(CONTENT_FREE)
+    assert all(c.purpose == "probe" for c in calls)
+    assert all(c.request["purpose"] == "probe" for c in calls)
+    await bound.complete(prompt="an answer")  # a call that is the node's answer still streams
+    assert tokens == [" no"] and calls[-1].purpose == "answer"
+    assert "purpose" not in calls[-1].request
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not local.is_installed(), reason="flowstudio models install smollm2")
+def test_stream_shows_no_probe_and_trace_full_marks_them(cli: Any) -> None:
+    ran = cli("run", str(TRIAGE), "-i", "ticket=The app crashes when I open it", "--stream", "--json", timeout=300)
+    assert ran.code == 0, ran.err
+    assert "[classify]" not in ran.err and "[reply] " in ran.err
+    run_id = ran.json()["run_id"]
+    trace = cli("trace", run_id, "--full")
+    assert trace.out.count("purpose: probe") == 1 + len(CONTENT_FREE), trace.out
+    assert trace.out.count("model call to local/smollm2") == 2 + len(CONTENT_FREE)
