@@ -173,8 +173,10 @@ def _run_status(editor: Editor) -> EditorRun | None:
 
 
 def _problems(editor: Editor) -> None:
+    """The flow's problems, each where it is (the file by its name: the folder is the picker's)."""
     for problem in editor.problems:
-        st.error(f"{problem.where}: {problem.message}", icon=":material/error:")
+        where = problem.where.replace(str(editor.path), editor.path.name)
+        st.error(f"{where}: {problem.message}", icon=":material/error:")
 
 
 def _problem_line(where: str) -> int | None:
@@ -256,7 +258,10 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
             _new_flow_form(folder, files)
         if editor is None:
             return None, None, "Canvas", False
+        before = editor.selected
         editor.apply_events(st.session_state.get(f"canvas:{editor.path}"))
+        if editor.selected not in (None, before):
+            _bring_inspector_forward(editor)
         if editor.open_request is not None:
             _open_subflow(editor, files)
         with cells[3]:
@@ -274,6 +279,14 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
                 "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
             )
     return editor, current, view or "Canvas", inspector
+
+
+def _bring_inspector_forward(editor: Editor) -> None:
+    """A node was just clicked (or added): its Inspector comes forward, unless the Playground shows
+    a run, where the click shows the node's step instead."""
+    if st.session_state.get("editor_panel") == PLAYGROUND and st.session_state.get(run_key(editor)) is not None:
+        return
+    st.session_state["editor_panel"] = INSPECTOR
 
 
 def _open_subflow(editor: Editor, files: list[Path]) -> None:

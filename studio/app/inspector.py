@@ -43,7 +43,7 @@ def _visible(value: str) -> str:
 
 def _table(field: Field, value: str, key: str, label: str, help_text: str | None) -> str:
     rows = [r for r in plain(_loaded(value)) or [] if isinstance(r, dict)]
-    columns = list(dict.fromkeys(k for r in rows for k in r)) or list(_DEMO_COLUMNS.get()) or ["text"]
+    columns = list(dict.fromkeys(k for r in rows for k in r)) or list(dict.fromkeys(_DEMO_COLUMNS.get())) or ["text"]
     frame = _frame([{c: "" if r.get(c) is None else str(r.get(c)) for c in columns} for r in rows], columns=columns)
     st.caption(label + (f" — {help_text}" if help_text else ""))
     edited = st.data_editor(frame, num_rows="dynamic", hide_index=True, key=key, width="stretch")
@@ -51,7 +51,8 @@ def _table(field: Field, value: str, key: str, label: str, help_text: str | None
 
 
 _DEMO_COLUMNS: ContextVar[tuple[str, ...]] = ContextVar("demo_columns", default=())
-"""The selected node's input and output port names: the columns of an empty demos table."""
+"""The selected node's input and output port names: the columns of an empty demos table (a name
+both ports share, `text` in and out of a fresh `llm.generate`, is one column: a table's columns are unique)."""
 
 
 def _frame(rows: list[dict[str, Any]], columns: list[str]) -> Any:
@@ -97,20 +98,25 @@ def _widget(field: Field, value: Any, key: str) -> Any:
     return st.text_input(label, value=value, help=help_text, key=key)
 
 
+def _model_field(editor: Editor, spec: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """The model alias picker, for a node that calls a model (first in the form, under its prompt)."""
+    cls = registry.get(str(spec.get("type")))
+    if cls is None or not cls.uses_model:
+        return {}
+    aliases = [str(a) for a in editor.flow.section("models")] or ["default"]
+    current = str(spec.get("model") or "default")
+    options = aliases if current in aliases else [current, *aliases]
+    return {"model": st.selectbox("model alias", options, index=options.index(current), key=f"{prefix}-model")}
+
+
 def _node_fields(editor: Editor, node_id: str, spec: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """The node-level settings as the form shows them (keys as in the file; `id` for the node's id)."""
-    cls = registry.get(str(spec.get("type")))
     values: dict[str, Any] = {
         "id": st.text_input("id", value=node_id, key=f"{prefix}-id", help="Renaming rewrites every reference."),
         "description": st.text_input(
             "description", value=str(spec.get("description", "")), key=f"{prefix}-description"
         ),
     }
-    if cls is not None and cls.uses_model:
-        aliases = [str(a) for a in editor.flow.section("models")] or ["default"]
-        current = str(spec.get("model") or "default")
-        options = aliases if current in aliases else [current, *aliases]
-        values["model"] = st.selectbox("model alias", options, index=options.index(current), key=f"{prefix}-model")
     values["when"] = st.text_input(
         "when",
         value=str(spec.get("when") or ""),
@@ -157,20 +163,78 @@ def _apply_node_fields(editor: Editor, node_id: str, spec: Mapping[str, Any], va
             editor.edit_field(node_id, key, value)
 
 
+PRIMARY = ("prompt", "instructions")
+"""What an LLM node's Inspector opens with, in a large editor: its prompt, else its instructions."""
+
+
+def _primary(fields: list[Field], uses_model: bool) -> Field | None:
+    """The field an LLM node is about (its prompt or instructions), shown first in a large editor."""
+    if not uses_model:
+        return None
+    return next((f for key in PRIMARY for f in fields if f.key == key and f.widget == "area"), None)
+
+
+def _prompt_editor(field: Field, value: str, variables: list[str], key: str) -> str | None:
+    """The prompt in the kept code editor (Ace, Jinja colours), the node's input variables offered as
+    `{{ name }}` completions. Its text comes back when it loses focus, after a click on Apply has
+    been sent: so the text is applied as it comes (returned once, when it differs from the file)."""
+    st.markdown(f"**{field.key}**" + (" \\*" if field.required else ""), help=field.help or None)
+    try:
+        from code_editor import code_editor  # type: ignore[import-untyped]
+    except ImportError:  # an install without the studio extra's newer pins
+        typed = str(st.text_area(field.key, value=value, key=key, height=160, label_visibility="collapsed"))
+        return typed if typed != value else None
+    completions = [{"caption": v, "value": "{{ " + v + " }}", "meta": "input", "score": 1000} for v in variables]
+    reply = code_editor(
+        value,
+        lang="django",
+        height=[6, 24],
+        response_mode="blur",
+        completions=completions,
+        options={"wrap": True, "showLineNumbers": False, "showGutter": False},
+        props={"showPrintMargin": False, "placeholder": "{{ text }}"},
+        key=key,
+    )
+    if variables:
+        st.caption("Inputs (type to complete as `{{ name }}`): " + ", ".join(f"`{v}`" for v in variables))
+    if not isinstance(reply, dict) or not reply.get("type") or reply.get("id") == st.session_state.get(f"{key}-seen"):
+        return None
+    st.session_state[f"{key}-seen"] = reply.get("id")
+    return str(reply["text"]) if reply.get("text") != value else None
+
+
 def _node_form(editor: Editor, node_id: str, spec: Mapping[str, Any]) -> None:
+    """An LLM node opens on its prompt, then its model and required fields, then Apply; the rest folds
+    away, so Apply is within reach; other nodes show their config, then Apply."""
     st.subheader(node_id)
     st.caption(str(spec.get("type")))
     config = dict(spec.get("config") or {})
     fields = config_fields(str(spec.get("type")))
+    cls = registry.get(str(spec.get("type")))
     prefix = f"inspect-{node_id}-{editor.version}"
     ports = editor.flow.ports().get(node_id)
     _DEMO_COLUMNS.set(tuple(p.name for p in ports.inputs + ports.outputs) if ports else ())
+    primary = _primary(fields, cls is not None and cls.uses_model)
+    if primary is not None:
+        variables = [p.name for p in ports.inputs if "messages" not in str(p.type)] if ports else []
+        typed = _prompt_editor(primary, shown(primary, config), variables, f"inspect-{node_id}-{primary.key}")
+        if typed is not None:
+            _checked(editor, lambda: editor.edit_config(node_id, changes([primary], config, {primary.key: typed})))
+    submitted: dict[str, Any] = {}
+    rest = [f for f in fields if f is not primary]
+    first = [f for f in rest if f.required] if primary is not None else rest
     with st.form(prefix, border=False):
-        node_values = _node_fields(editor, node_id, spec, prefix)
-        st.markdown("**Config**")
-        submitted = {f.key: _widget(f, shown(f, config), f"{prefix}-{f.key}") for f in fields}
-        if not st.form_submit_button("Apply", type="primary"):
-            return
+        node_values = _model_field(editor, spec, prefix)
+        submitted |= {f.key: _widget(f, shown(f, config), f"{prefix}-{f.key}") for f in first}
+        apply = st.form_submit_button("Apply", type="primary", help="Apply applies the settings below too.")
+        more = [f for f in rest if f not in first]
+        if more:
+            with st.expander(f"More settings ({len(more)})"):
+                submitted |= {f.key: _widget(f, shown(f, config), f"{prefix}-{f.key}") for f in more}
+        with st.expander("Node: id, guard, order, retry, timeout, cache"):
+            node_values |= _node_fields(editor, node_id, spec, prefix)
+    if not apply:
+        return
 
     def change() -> None:
         edits = changes(fields, config, submitted)

@@ -174,6 +174,12 @@ def changes(fields: list[Field], config: dict[str, Any], submitted: dict[str, An
         if field.key in config:
             if value != config[field.key]:
                 edits[field.key] = value
-        elif value is not None and value != field.default:
+        elif value is not None and value != field.default and not _unset_bool(field, value):
             edits[field.key] = value
     return edits
+
+
+def _unset_bool(field: Field, value: Any) -> bool:
+    """An unticked box for a `bool | None` field the file leaves out (None: the node decides): a
+    checkbox cannot say None, so its False writes nothing."""
+    return field.widget == "bool" and field.default is None and value is False

@@ -85,3 +85,19 @@ def chain_flow(n: int) -> str:
     """A flow of `n` nodes in one line (each feeds the next), an llm.generate every fifth: the widest
     layout a flow of `n` nodes can have."""
     return _steps_flow("chain", "c", n, lambda i: f"$c{i - 1}.text", (5, 4))
+
+
+PROMPT_EDITOR = ".st-key-editor_inspector iframe[title*='code_editor']"
+"""The Inspector's prompt editor (the kept code-editor component, Ace) of an LLM node."""
+
+
+def fill_prompt(page: Any, text: str) -> None:
+    """Replace the selected LLM node's prompt with `text` (typed as one input, so Ace pairs no brace);
+    the editor hands its text to the form when it loses focus, as Apply's click makes it."""
+    from playwright.sync_api import expect
+
+    editor = page.frame_locator(PROMPT_EDITOR).locator("#REACT_ACE_EDITOR .ace_content")
+    expect(editor).to_be_visible(timeout=WAIT_MS)
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(text)

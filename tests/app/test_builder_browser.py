@@ -15,7 +15,7 @@ import pytest
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, choose, studio_server
-from tests.app.editor_browser import WAIT_MS, big_flow, canvas, chain_flow
+from tests.app.editor_browser import WAIT_MS, big_flow, canvas, chain_flow, fill_prompt
 from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT
 
 pytestmark = [
@@ -253,6 +253,7 @@ def test_the_inspector_renames_guards_and_refuses_a_bad_template_keeping_the_por
     frame.get_by_test_id("node-summarise").click()
     sync_api.expect(page.get_by_role("heading", name="summarise")).to_be_visible(timeout=WAIT_MS)
     shot(page, "inspector")
+    page.get_by_text("Node: id, guard, order, retry, timeout, cache").click()  # folded under Apply
     page.get_by_role("textbox", name="id", exact=True).fill("digest")
     page.get_by_role("textbox", name="when", exact=True).fill("inputs.article != ''")
     _apply(page)
@@ -263,8 +264,8 @@ def test_the_inspector_renames_guards_and_refuses_a_bad_template_keeping_the_por
     text = path.read_text(encoding="utf-8")
     assert "$digest.text" in text and "$summarise" not in text and "when: inputs.article != ''" in text
     sync_api.expect(page.get_by_role("heading", name="digest")).to_be_visible(timeout=WAIT_MS)
-    page.get_by_role("textbox", name="prompt *").fill("Summarise {{ article ")
-    _apply(page)
+    fill_prompt(page, "Summarise {{ article ")
+    _apply(page)  # the prompt editor applies its text as it loses focus
     sync_api.expect(page.get_by_text(re.compile("Not applied: .*template"))).to_be_visible(timeout=WAIT_MS)
     sync_api.expect(frame.get_by_test_id("port-digest-out-text")).to_be_visible()  # the wire stays
     assert frame.locator(".react-flow__edge").count() >= 3

@@ -16,7 +16,7 @@ import pytest
 from studio.app.run_page import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, choose, settled, studio_server
-from tests.app.editor_browser import CANVAS_FRAME, WAIT_MS, add_from_palette, big_flow, canvas, wire
+from tests.app.editor_browser import CANVAS_FRAME, WAIT_MS, add_from_palette, big_flow, canvas, fill_prompt, wire
 from tests.conftest import CLI, FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
 pytestmark = pytest.mark.skipif(
@@ -192,8 +192,7 @@ def test_inspector_edit_changes_only_the_prompt_and_the_yaml_view_shows_it(page:
     _choose_flow(page, path)
     canvas(page).get_by_test_id("node-summarise").click()
     sync_api.expect(page.get_by_role("heading", name="summarise")).to_be_visible(timeout=WAIT_MS)
-    prompt = page.get_by_role("textbox", name="prompt *")
-    prompt.fill("Summarise in one sentence:\n\n{{ article }}")
+    fill_prompt(page, "Summarise in one sentence:\n\n{{ article }}")
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("radio", name="YAML").click()
     code = page.get_by_test_id("stCode")

@@ -89,3 +89,20 @@ def test_a_link_opens_the_flow_it_names_and_then_follows_the_picker(folder: Path
     page.selectbox(key="editor_flow").select(folder / "chain.yaml").run()
     assert folder_path(page) == folder / "chain.yaml", "the picker wins over the URL it wrote"
     assert page.query_params["flow"] == "chain.yaml", "and the URL follows, to be shared"
+
+
+def test_every_node_type_added_fresh_opens_a_whole_inspector_whose_apply_changes_nothing(folder: Path) -> None:
+    """A fresh llm.generate's demos table had `text` twice (input and output): no Apply was drawn."""
+    from studio.runtime import registry
+
+    page = _open(folder)
+    editor = page.session_state["editors"][str(folder / "commented.yaml")]
+    for node_type in registry.keys():  # noqa: SIM118 - a module function, not a dict
+        node_id = editor.add_node(node_type)
+        page.run()
+        assert not page.exception, (node_type, page.exception)
+        assert [h.value for h in page.subheader] == [node_id]
+        before = editor.flow.text
+        next(b for b in page.button if b.label == "Apply").click().run()
+        assert not page.exception, (node_type, page.exception)
+        assert editor.flow.text == before, node_type  # an untouched form writes nothing

@@ -1,0 +1,150 @@
+"""The studio as a builder starting from nothing (issue 38), in a real browser: every palette type
+opens a whole Inspector, an LLM node opens on its prompt, the playground tells the truth, small
+windows fit, and no edit is lost. Screenshots of the Editor and Home go to test-artifacts/studio-*.png."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from studio.runtime import registry
+from tests.app.browser import CHROMIUM, settled, studio_server
+from tests.app.editor_browser import PROMPT_EDITOR, WAIT_MS, canvas, confirmed, fill_prompt
+from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
+]
+sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (pip install -e '.[dev]')")
+ARTIFACTS = ROOT / "test-artifacts"
+WIDTH, HEIGHT = 1440, 900
+STREAMED = "one two three four five six seven eight"
+"""A scripted reply streamed a word every 0.3 s (streaming.yaml)."""
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    flows = Path(shutil.copytree(FLOWS, tmp_path_factory.mktemp("studio") / "flows"))
+    commented = (FIXTURES / "commented.yaml").read_text(encoding="utf-8")
+    slow = commented.replace("name: commented", "name: streaming")
+    slow = slow.replace("[{reply: ok}]", f"[{{word_delay_s: 0.3, reply: {STREAMED!r}}}]")
+    (flows / "streaming.yaml").write_text(slow, encoding="utf-8")
+    return flows
+
+
+@pytest.fixture(scope="module")
+def server(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("studio-server")
+    with studio_server(FLOWSTUDIO, folder, root / "flowstudio.db", root / "studio.log") as (url, _):
+        yield url
+
+
+def _editor(browser: Any, server: str, width: int = WIDTH, height: int = HEIGHT, flow: str = "") -> Any:
+    opened = browser.new_page(viewport={"width": width, "height": height})
+    opened.goto(f"{server}/editor" + (f"?flow={flow}" if flow else ""))
+    sync_api.expect(canvas(opened).get_by_test_id("canvas-root")).to_be_visible(timeout=WAIT_MS)
+    return opened
+
+
+@pytest.fixture
+def page(browser: Any, server: str, request: pytest.FixtureRequest) -> Iterator[Any]:
+    opened = _editor(browser, server)
+    try:
+        yield opened
+    finally:
+        shot(opened, f"end-{request.node.name}")
+        opened.close()
+
+
+def shot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"studio-{name}.png"))
+
+
+def new_flow(page: Any) -> str:
+    page.get_by_role("button", name="New flow").click()
+    field = page.get_by_label("Name")
+    sync_api.expect(field).to_have_value(re.compile(r"^new-flow"), timeout=WAIT_MS)
+    name = str(field.input_value())
+    page.get_by_role("button", name="Create").click()
+    page.keyboard.press("Escape")  # close the popover, which would cover the canvas
+    sync_api.expect(page.get_by_role("combobox", name="Flow", exact=True)).to_have_value(
+        f"{name}.yaml", timeout=WAIT_MS
+    )
+    sync_api.expect(canvas(page).locator(".react-flow__node")).to_have_count(2, timeout=WAIT_MS)
+    return name
+
+
+def panel(page: Any) -> Any:
+    return page.locator(".st-key-editor_inspector")
+
+
+def add(page: Any, node_type: str) -> None:
+    """Click `node_type` in the palette and wait for its Inspector (the new node is selected)."""
+    root = canvas(page).get_by_test_id("canvas-root")
+    count = int(root.get_attribute("data-nodes") or 0)
+    canvas(page).get_by_test_id(f"palette-item-{node_type}").click()
+    sync_api.expect(root).to_have_attribute("data-nodes", str(count + 1), timeout=WAIT_MS)
+    confirmed(page)
+    sync_api.expect(panel(page).get_by_text(node_type, exact=True)).to_be_visible(timeout=WAIT_MS)
+    settled(page)
+
+
+def test_every_palette_type_opens_a_whole_inspector_with_apply(page: Any) -> None:
+    """A fresh llm.generate's demos table had two `text` columns: Streamlit refused it, the panel
+    stopped there, and there was no Apply."""
+    new_flow(page)
+    for node_type in registry.keys():  # noqa: SIM118 - a module function, not a dict
+        add(page, node_type)
+        assert page.get_by_test_id("stException").count() == 0, node_type
+        sync_api.expect(panel(page).get_by_role("button", name="Apply", exact=True)).to_be_visible(timeout=WAIT_MS)
+
+
+def test_an_llm_node_opens_on_its_prompt_with_completions_and_apply_in_reach(page: Any, folder: Path) -> None:
+    """The prompt is the first field, in a large editor offering the node's inputs as `{{ name }}`;
+    Apply is on screen without scrolling (it was 1,600 px down); a click on a node brings its
+    Inspector forward from another tab."""
+    name = new_flow(page)
+    add(page, "llm.generate")
+    inspector = panel(page)
+    prompt = page.locator(PROMPT_EDITOR)
+    model = inspector.get_by_test_id("stSelectbox").first
+    sync_api.expect(prompt).to_be_visible(timeout=WAIT_MS)
+    assert prompt.bounding_box()["y"] < model.bounding_box()["y"]  # the prompt comes first
+    assert prompt.bounding_box()["height"] >= 120  # a large editor, not a one-line box
+    apply = inspector.get_by_role("button", name="Apply", exact=True)
+    box = apply.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= HEIGHT, box  # no scrolling to reach it
+    shot(page, "llm-generate-1440")
+    ace = page.frame_locator(PROMPT_EDITOR)
+    ace.locator("#REACT_ACE_EDITOR .ace_content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type(" te")
+    sync_api.expect(ace.locator(".ace_autocomplete")).to_contain_text("text", timeout=WAIT_MS)
+    page.keyboard.press("Escape")
+    fill_prompt(page, "Answer briefly: {{ text }}")
+    apply.click()
+    settled(page)
+    page.wait_for_timeout(1000)
+    shot(page, "after-apply")
+    page.get_by_role("button", name="Save").click()
+    path = folder / f"{name}.yaml"
+    sync_api.expect(page.get_by_test_id("stToast").last).to_contain_text(f"Saved {name}", timeout=WAIT_MS)
+    assert "prompt: 'Answer briefly: {{ text }}'" in path.read_text(encoding="utf-8") or (
+        'prompt: "Answer briefly: {{ text }}"' in path.read_text(encoding="utf-8")
+    ), path.read_text(encoding="utf-8")
+    page.get_by_role("radio", name="Flow", exact=True).click()
+    sync_api.expect(inspector.get_by_text("Flow inputs", exact=True)).to_be_visible(timeout=WAIT_MS)
+    canvas(page).get_by_test_id("node-$outputs").click()  # select something else, then the node again
+    settled(page)
+    page.get_by_role("radio", name="Flow", exact=True).click()
+    sync_api.expect(inspector.get_by_text("Flow inputs", exact=True)).to_be_visible(timeout=WAIT_MS)
+    canvas(page).get_by_test_id("node-generate").click()
+    sync_api.expect(page.get_by_role("radio", name="Inspector")).to_be_checked(timeout=WAIT_MS)
+    sync_api.expect(inspector.get_by_role("heading", name="generate")).to_be_visible(timeout=WAIT_MS)
