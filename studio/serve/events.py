@@ -1,12 +1,14 @@
 """A run's server-sent events: relayed live from the engine's hooks, rebuilt from the store.
 
-Every event has an id that orders it. Events the store can rebuild take whole numbers:
-`run_started` 0, then for the i-th step row `step_started` 2i-1 and `step_finished` 2i.
-The others (`token`, a live `step_started`, `waiting`, `run_finished`, the `run_started` of a
-resume) take `D.k`: the k-th event after the last whole number D. A client that reconnects
-with `Last-Event-ID` gets every event ordered after it: no step row, `waiting` or
-`run_finished` is lost or repeated; tokens sent while it was away are not replayed (the
-step's outputs hold the text), and a `step_started` may come twice.
+Every event has one id, the same live and replayed, and ids order the events as they were sent.
+Step rows number the whole ids: `run_started` 0, the i-th step row's `step_finished` 2i. What
+the store's rows cannot rebuild takes `D.k`, the k-th event after the last whole number D: a
+live `step_started`, a resume's `run_started`, `waiting`, `run_finished`. The server records the
+id of every `step_started` and resume `run_started` it sends (table `serve_events`), so a replay
+sends them under the same id; a step row no server announced (a CLI run) gets `step_started`
+2i-1. A `token` is `D.k.t`, the t-th token after `D.k`: tokens are live only (the step's outputs
+hold the text), so they never shift another event's id. A client that reconnects with
+`Last-Event-ID` gets every event ordered after it, none twice.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from studio.store.base import RunRecord, StepRecord, step_row
 
-Key = tuple[int, int]
+Key = tuple[int, int, int]
 EVENT_NAMES = ("run_started", "step_started", "token", "step_finished", "waiting", "run_finished")
 
 
@@ -33,20 +35,21 @@ class Event:
 
     @property
     def id(self) -> str:
-        major, minor = self.key
-        return str(major) if minor == 0 else f"{major}.{minor}"
+        major, minor, token = self.key
+        parts = [major, minor, token] if token else [major, minor] if minor else [major]
+        return ".".join(str(part) for part in parts)
 
     def sse(self) -> str:
         return f"id: {self.id}\nevent: {self.name}\ndata: {json.dumps(self.data, ensure_ascii=False)}\n\n"
 
 
 def parse_id(text: str) -> Key:
-    """`12` → (12, 0), `12.3` → (12, 3); raises ValueError for anything else."""
-    major, _, minor = text.strip().partition(".")
-    key = (int(major), int(minor) if minor else 0)
-    if key[0] < 0 or key[1] < 0:
+    """`12` → (12, 0, 0), `12.3` → (12, 3, 0), `12.3.4` → (12, 3, 4); raises ValueError for anything else."""
+    parts = text.strip().split(".")
+    if len(parts) > 3 or not all(part.isdigit() for part in parts):
         raise ValueError(text)
-    return key
+    numbers = [int(part) for part in parts] + [0] * (3 - len(parts))
+    return numbers[0], numbers[1], numbers[2]
 
 
 def seconds(step: StepRecord) -> float:
@@ -93,27 +96,55 @@ def waiting_data(run_id: str, steps: list[StepRecord]) -> dict[str, Any]:
     return {"run_id": run_id, "nodes": asks}
 
 
+STOPPED_EVENTS = {None: 0, "running": 0, "waiting": 2}
+"""How many closing events a run stopped with this status had sent (`waiting` and `run_finished`;
+one `run_finished` for any other status), so a resume numbers its events after them."""
+
+
 def closing(record: RunRecord, steps: list[StepRecord], after: Key) -> list[Event]:
     """`waiting` (when the run waits) and `run_finished`, numbered after `after`."""
-    major, minor = after
+    major, minor, _ = after
     events = []
     if record.status == "waiting":
         minor += 1
-        events.append(Event((major, minor), "waiting", waiting_data(record.run_id, steps)))
-    events.append(Event((major, minor + 1), "run_finished", run_object(record, steps)))
+        events.append(Event((major, minor, 0), "waiting", waiting_data(record.run_id, steps)))
+    events.append(Event((major, minor + 1, 0), "run_finished", run_object(record, steps)))
     return events
 
 
-def replay(record: RunRecord, steps: list[StepRecord]) -> list[Event]:
-    """Every event the store can rebuild, in order; the closing ones once the run has stopped."""
-    events = [Event((0, 0), "run_started", {"run_id": record.run_id, "flow": record.flow})]
+def replay(record: RunRecord, steps: list[StepRecord], announced: list[Event] | None = None) -> list[Event]:
+    """Every event the store can rebuild, in id order; the closing ones once the run has stopped.
+
+    `announced`: the `step_started` (and resume `run_started`) events a server sent live, with
+    their ids; a step row none of them announced gets its `step_started` at 2i-1."""
+    recorded = sorted(announced or [], key=lambda event: event.key)
+    events = [Event((0, 0, 0), "run_started", {"run_id": record.run_id, "flow": record.flow}), *recorded]
+    unmatched = [event for event in recorded if event.name == "step_started"]
     for number, step in enumerate(steps, 1):
-        if step.status != "skipped":
-            events.append(Event((2 * number - 1, 0), "step_started", {"run_id": record.run_id, "node": step.node}))
-        events.append(Event((2 * number, 0), "step_finished", step_data(record.run_id, step)))
+        finished = (2 * number, 0, 0)
+        if step.status != "skipped" and not _claim(unmatched, step.node, finished):
+            events.append(Event((2 * number - 1, 0, 0), "step_started", {"run_id": record.run_id, "node": step.node}))
+        events.append(Event(finished, "step_finished", step_data(record.run_id, step)))
+    events.sort(key=lambda event: event.key)
     if record.status != "running":
-        events.extend(closing(record, steps, (2 * len(steps), 0)))
+        events.extend(closing(record, steps, events[-1].key))
     return events
+
+
+def _claim(announced: list[Event], node: str, before: Key) -> bool:
+    """Take the latest announced start of `node` before its row's `step_finished`, if any."""
+    for index in range(len(announced) - 1, -1, -1):
+        event = announced[index]
+        if event.key < before and event.data.get("node") == node:
+            del announced[index]
+            return True
+    return False
+
+
+def last_key(steps: list[StepRecord], announced: list[Event], stopped: str | None) -> Key:
+    """The id a resume's events come after: the last event the stopped run had sent."""
+    major, minor, _ = max([(2 * len(steps), 0, 0), *(event.key for event in announced)])
+    return major, minor + STOPPED_EVENTS.get(stopped, 1), 0
 
 
 class Channel:
@@ -121,7 +152,7 @@ class Channel:
 
     def __init__(self) -> None:
         self.run_id: str | None = None
-        self.key: Key = (0, 0)
+        self.key: Key = (0, 0, 0)
         self.listeners: set[asyncio.Queue[Event | None]] = set()
         self.closed = False
         self.rows = 0
@@ -138,27 +169,35 @@ class Channel:
     def forget(self, queue: asyncio.Queue[Event | None]) -> None:
         self.listeners.discard(queue)
 
-    def start(self, run_id: str, flow: str, rows: int, stopped: str | None = None) -> None:
-        """The engine started (or resumed) the run; `rows` step rows are in the store already and
-        `stopped` is the status the run had stopped with (its closing events come first)."""
+    def start(self, run_id: str, flow: str, rows: int, after: Key | None = None) -> Event:
+        """The engine started the run, or resumed it with `rows` step rows stored and `after` the
+        id of the last event the stopped run had sent; returns the `run_started` event sent."""
         self.run_id, self.rows = run_id, rows
         data = {"run_id": run_id, "flow": flow}
-        if rows == 0 and stopped is None:
-            self.key = (0, 0)
-            self._send(Event(self.key, "run_started", data))
-        else:
-            self.key = (2 * rows, {None: 0, "running": 0, "waiting": 2}.get(stopped, 1))
-            self.after("run_started", data)
+        if after is None:
+            self.key = (0, 0, 0)
+            event = Event(self.key, "run_started", data)
+            self._send(event)
+            return event
+        self.key = after
+        return self.after("run_started", data)
 
-    def after(self, name: str, data: dict[str, Any]) -> None:
-        """An event the store cannot rebuild: `D.k`."""
-        self.key = (self.key[0], self.key[1] + 1)
-        self._send(Event(self.key, name, data))
+    def after(self, name: str, data: dict[str, Any]) -> Event:
+        """An event the store's rows cannot rebuild: `D.k`."""
+        self.key = (self.key[0], self.key[1] + 1, 0)
+        event = Event(self.key, name, data)
+        self._send(event)
+        return event
+
+    def token(self, data: dict[str, Any]) -> None:
+        """A `token`: `D.k.t`, numbered apart so that no other event's id depends on it."""
+        self.key = (self.key[0], self.key[1], self.key[2] + 1)
+        self._send(Event(self.key, "token", data))
 
     def row(self, data: dict[str, Any]) -> None:
         """`step_finished`: the store has one step row more."""
         self.rows += 1
-        self.key = (2 * self.rows, 0)
+        self.key = (2 * self.rows, 0, 0)
         self._send(Event(self.key, "step_finished", data))
 
     def finish(self, record: RunRecord, steps: list[StepRecord]) -> None:

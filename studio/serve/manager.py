@@ -5,15 +5,19 @@ Each run is an asyncio task driving the engine on the server's store (the CLI's 
 runs appear in `flowstudio runs`, the studio and traces). At most `max_concurrency` runs
 execute at once; more wait for a slot. A `background` run is also written to the table
 `serve_background`, so that a server started again on the same store resumes it from its
-checkpoints when the server that owned it is gone.
+checkpoints when the server that owned it is gone. The id of every event the store's step rows
+cannot rebuild (`step_started`, a resume's `run_started`) goes to `serve_events` as it is sent,
+so a replay gives it the same id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import os
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,7 +25,7 @@ from typing import Any, Literal
 from studio.errors import FlowError
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunResult
 from studio.serve.catalog import NotFound
-from studio.serve.events import Channel, Event, Key, replay, step_data
+from studio.serve.events import Channel, Event, Key, last_key, replay, step_data
 from studio.store import SQLiteStore
 from studio.store.base import RunRecord, now
 
@@ -32,6 +36,10 @@ KEEP_ALIVE_S = 15.0
 POLL_S = 0.25
 TABLE = """CREATE TABLE IF NOT EXISTS serve_background (
     run_id TEXT PRIMARY KEY, owner_pid INTEGER NOT NULL, started_at TEXT NOT NULL
+)"""
+EVENTS_TABLE = """CREATE TABLE IF NOT EXISTS serve_events (
+    run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor)
 )"""
 
 
@@ -53,26 +61,38 @@ class RunTask:
 
     def hook(self, *, event: str, **details: Any) -> None:
         """Relay the engine's events to the channel (the engine calls every hook with keywords)."""
-        store = self.manager.store
         if event == "run_started":
             run_id = details["run_id"]
-            rows = len(store.steps(run_id)) if self.resuming else 0
-            self.channel.start(run_id, details["plan"].flow.spec.name, rows, self.resuming)
+            self._start(run_id, details["plan"].flow.spec.name)
             self.manager.active[run_id] = self
             if self.mode == "background":
                 self.manager.mark_background(run_id)
             if not self.started.done():
                 self.started.set_result(run_id)
-        elif event in ("step_started", "token"):
-            keep = ("node", "text") if event == "token" else ("node",)
-            self.channel.after(event, {"run_id": details["run_id"], **{k: details[k] for k in keep}})
+        elif event == "step_started":
+            self.manager.record(self.channel.after(event, {"run_id": details["run_id"], "node": details["node"]}))
+        elif event == "token":
+            self.channel.token({"run_id": details["run_id"], "node": details["node"], "text": details["text"]})
         elif event == "step_finished":
             self.channel.row(step_data(details["run_id"], details["step"]))
-        elif event == "run_finished" and self.channel.listeners:
-            run_id = details["run_id"]
-            record = store.get_run(run_id)
-            if record is not None:
-                self.channel.finish(record, store.steps(run_id))
+        elif event == "run_finished" and details.get("status") != "cancelled" and self.channel.listeners:
+            self.finish()
+
+    def _start(self, run_id: str, flow: str) -> None:
+        store = self.manager.store
+        if not self.resuming:
+            self.channel.start(run_id, flow, 0)
+            return
+        steps = store.steps(run_id)
+        after = last_key(steps, self.manager.announced(run_id), self.resuming)
+        self.manager.record(self.channel.start(run_id, flow, len(steps), after))
+
+    def finish(self) -> None:
+        """Send `waiting` and `run_finished` as the store has the stopped run."""
+        run_id = self.channel.run_id
+        record = self.manager.store.get_run(run_id) if run_id is not None else None
+        if record is not None and record.status != "running":
+            self.channel.finish(record, self.manager.store.steps(record.run_id))
 
     async def wait_started(self) -> str:
         """The run id once the engine created the run; raises what the engine refused (FlowError)."""
@@ -114,6 +134,7 @@ class RunManager:
         self.active: dict[str, RunTask] = {}
         self.tasks: set[RunTask] = set()
         self.store.conn.execute(TABLE)
+        self.store.conn.execute(EVENTS_TABLE)
 
     def start(self, begin: Start, mode: Mode, *, resuming: str | None = None) -> RunTask:
         """Start a run task now; listen to its channel before the first await to miss nothing."""
@@ -129,10 +150,48 @@ class RunManager:
                 engine = Engine(self.store, max_concurrency=DEFAULT_MAX_CONCURRENCY, hooks=[run.hook])
                 return await begin(engine)
         finally:
-            run.channel.close()
+            try:
+                await self._settle(run)
+            finally:
+                run.channel.close()
             if run.channel.run_id is not None and self.active.get(run.channel.run_id) is run:
                 del self.active[run.channel.run_id]
             self.tasks.discard(run)
+
+    async def _settle(self, run: RunTask) -> None:
+        """A cancelled run: its recorded ids committed first (the engine recorded the cancel
+        outside the group writer), then its closing events, numbered as a replay numbers them."""
+        record = self.store.get_run(run.channel.run_id) if run.channel.run_id is not None else None
+        if record is None or record.status != "cancelled" or not run.channel.listeners:
+            return
+        if self.store.writer is not None:
+            await asyncio.shield(self.store.writer.write(_nothing))
+        run.finish()
+
+    def record(self, event: Event) -> None:
+        """Keep the id of an event the step rows cannot rebuild (committed before any later write)."""
+        major, minor, _ = event.key
+        row = (event.data["run_id"], major, minor, event.name, json.dumps(event.data, ensure_ascii=False))
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT OR REPLACE INTO serve_events VALUES (?, ?, ?, ?, ?)", row)
+
+        if self.store.writer is None:
+            with self.store.transaction() as conn:
+                write(conn)
+        else:
+            self.store.writer.post(write)
+
+    def announced(self, run_id: str) -> list[Event]:
+        """The recorded `step_started` and resume `run_started` events of a run, in id order."""
+        rows = self.store.conn.execute(
+            "SELECT major, minor, name, data FROM serve_events WHERE run_id = ? ORDER BY major, minor", (run_id,)
+        ).fetchall()
+        return [Event((major, minor, 0), name, json.loads(data)) for major, minor, name, data in rows]
+
+    def replay(self, run_id: str) -> list[Event]:
+        """Every event of the run the store can give, with the ids they had live."""
+        return replay(self.get(run_id), self.store.steps(run_id), self.announced(run_id))
 
     def mark_background(self, run_id: str) -> None:
         with self.store.transaction() as conn:
@@ -180,7 +239,7 @@ class RunManager:
         last = after
         try:
             record = self.get(run_id)
-            for event in replay(record, self.store.steps(run_id)):
+            for event in self.replay(run_id):
                 if last is None or event.key > last:
                     last = event.key
                     yield event
@@ -210,7 +269,7 @@ class RunManager:
             await asyncio.sleep(POLL_S)
             record = self.get(run_id)
             sent = False
-            for event in replay(record, self.store.steps(run_id)):
+            for event in self.replay(run_id):
                 if last is None or event.key > last:
                     last, sent = event.key, True
                     yield event
@@ -260,6 +319,10 @@ class RunManager:
             record = self.store.get_run(run_id) if run.mode == "background" and run_id else None
             if record is not None and record.status == "cancelled":
                 self.store.set_status(record.run_id, "running")
+
+
+def _nothing(conn: sqlite3.Connection) -> None:
+    """A write that only waits for what was queued before it."""
 
 
 def _resumer(run_id: str) -> Start:
