@@ -88,6 +88,11 @@ class FlowError(Exception):
         return f"{self.where()}: {self.message}"
 
 
+class FlowWarning(FlowError):
+    """A problem `flowstudio validate` reports without failing (exit 0): the flow runs, but likely
+    not as its author meant. Never raised; printed as `warning: FILE:LINE at FIELD: message`."""
+
+
 class LoadError(FlowError):
     """The file is not acceptable YAML (unsafe, too big, too deep, duplicate keys)."""
 

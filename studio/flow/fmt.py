@@ -74,3 +74,37 @@ def dump(document: Any) -> str:
     out = io.StringIO()
     round_trip_yaml().dump(document, out)
     return out.getvalue()
+
+
+def insert_joins(text: str, lists: list[tuple[str, str]], join_type: str, output: str) -> tuple[str, list[str]]:
+    """Rewrite each (node, input) list input that gathers branches into a `join_type` node of its
+    own, listed just before the node, whose `options` is the list as written (style and comments
+    kept) and whose `output` the input now reads. Returns the text and the new nodes' ids."""
+    yaml = round_trip_yaml()
+    document = yaml.load(text)
+    nodes = document["nodes"]
+    added = []
+    for node_id, port in lists:
+        join_id = _free_id(f"{node_id}_{port}", nodes)
+        inputs = nodes[node_id]["inputs"]
+        join = yaml_value({"type": join_type})
+        join["inputs"] = yaml_value({})
+        options = inputs[port]
+        if getattr(options, "ca", None) is not None:
+            options.ca.comment = None  # the line's end comment stays with the node that had the list
+        join["inputs"]["options"] = options
+        if getattr(options, "fa", None) is not None and options.fa.flow_style():
+            join["inputs"].fa.set_flow_style()  # a one-line list stays on one line
+        nodes.insert(list(nodes).index(node_id), join_id, join)
+        inputs[port] = f"${join_id}.{output}"
+        added.append(join_id)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    return out.getvalue(), added
+
+
+def _free_id(wanted: str, taken: Any) -> str:
+    found, n = wanted, 2
+    while found in taken:
+        found, n = f"{wanted}_{n}", n + 1
+    return found
