@@ -12,6 +12,8 @@ from studio.node import NO_VALUE, Node, NodeContext, NodeError, TemplateInputs, 
 class HumanInput(Node):
     """Ask a person; the run waits (exit code 3) until `flowstudio resume RUN --value NODE=VALUE`."""
 
+    waits_for_person = True
+
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)
 

@@ -287,6 +287,9 @@ class Node:
     (`control.switch`): the consumers of that port are skipped."""
     tunable: ClassVar[Tunable | None] = None
     """What the optimizer may tune in this node type; None: it leaves the node alone."""
+    waits_for_person: ClassVar[bool] = False
+    """Whether the node stops the run (status `waiting`) until a person supplies a value
+    (`human.input`): a caller that cannot answer, such as a chat client, must not start such a flow."""
     reshapes: ClassVar[bool] = False
     """Whether the node only reshapes its inputs into its output, with no model call and no
     effect outside the run (`text.template`): the optimizer looks through such a node to find

@@ -89,7 +89,7 @@ def export_flow(
         examples={f.name: source.example(plan.input_types[f.name]) for f in inputs if not f.has_default},
         test_script=_test_script(test_script),
         skip_test=_skip_reason(plan, test_script is not None),
-        waits_at=_waits_at(plan),
+        waits_at=waits_at(plan),
         version=_flowstudio_version(),
     )
     if spec.skip_test:
@@ -398,11 +398,12 @@ def _skip_reason(plan: Plan, has_script: bool) -> str | None:
     return None
 
 
-def _waits_at(plan: Plan) -> str | None:
-    """The first human.input node (the run stops there with status `waiting`), if any."""
+def waits_at(plan: Plan) -> str | None:
+    """The first node, sub-flows included, that waits for a person (the run stops there with
+    status `waiting`), as `NODE` or `CALLER.NODE`; None when the flow never waits."""
     for path, sub_plan in _plans(plan, ""):
         for node_id, node in sub_plan.nodes.items():
-            if node.type == "human.input":
+            if node.node.waits_for_person:
                 return f"{path}{node_id}"
     return None
 
@@ -655,4 +656,4 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Export", "export_flow"]
+__all__ = ["Export", "export_flow", "waits_at"]
