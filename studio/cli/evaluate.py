@@ -19,6 +19,9 @@ from studio.cli.common import (
 )
 from studio.cli.hardening import user_options
 
+EXIT_INTERRUPTED = 130
+"""What a shell reports for a command stopped by Ctrl+C (128 + SIGINT)."""
+
 
 @click.command()
 @click.argument("flow", required=False, type=click.Path(dir_okay=False))
@@ -111,10 +114,14 @@ def batch(
 
             resume = resolve_id(store, "experiment", resume)
         prepared = prepare_batch(options, store, resume=resume)
-        if as_json:
-            result = _batch_live(prepared, store)
-        else:
-            result = _batch_with_progress(prepared, store)
+        try:
+            result = _batch_live(prepared, store) if as_json else _batch_with_progress(prepared, store)
+        except KeyboardInterrupt:
+            again = (
+                f"; continue with: flowstudio batch --resume {prepared.experiment_id}" if prepared.experiment_id else ""
+            )
+            click.echo(f"interrupted: the runs in flight are cancelled{again}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
     finally:
         store.close()
     if out:

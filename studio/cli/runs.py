@@ -19,7 +19,11 @@ from studio.cli.common import (
 @click.command()
 @click.option("--limit", default=50, show_default=True, help="How many runs to list.")
 @click.option("--flow", default=None, help="Only runs of this flow name.")
-@click.option("--status", default=None, type=click.Choice(["running", "succeeded", "failed", "waiting", "cancelled"]))
+@click.option(
+    "--status",
+    default=None,
+    type=click.Choice(["running", "succeeded", "failed", "waiting", "cancelled", "interrupted"]),
+)
 @db_option
 @json_option
 def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_json: bool) -> None:

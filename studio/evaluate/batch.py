@@ -244,6 +244,8 @@ class Prepared:
     dataset: Dataset
     metric: Metric | None
     resume: str | None = None
+    experiment_id: str | None = None
+    """The experiment once the batch has started (the one it resumes, or a new one)."""
 
     @property
     def examples(self) -> int:
@@ -277,6 +279,7 @@ async def run_prepared(
         experiment_id = new_id()
         record = ExperimentRecord(experiment_id=experiment_id, kind=KIND, flow=plan.flow.spec.name, config=config)
         store.create_experiment(record)
+    prepared.experiment_id = experiment_id
     if on_start is not None:
         on_start(experiment_id, prepared.examples)
     executor: Executor | None = None

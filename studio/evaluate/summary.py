@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
@@ -175,17 +176,20 @@ def cache_text(summary: Mapping[str, Any]) -> str | None:
 
 
 def first_errors(results: list[ExampleResult], limit: int = 5) -> Iterator[str]:
-    """Messages of the first failing examples, each naming its row."""
-    count = 0
+    """The first distinct error messages, each once: the first row that had it, and how many more
+    rows failed the same way (a missing key fails every example alike)."""
+    rows: dict[str, list[int]] = {}
     for result in results:
         message = result.outcome.error if result.outcome.status != "succeeded" else result.metric_error
         if message is None:
             continue
-        if count == limit:
-            return
-        count += 1
-        prefix = "" if message.startswith("row ") else f"row {result.line}: "
-        yield prefix + message
+        text = re.sub(r"^row \d+: ", "", message)
+        if text in rows or len(rows) < limit:
+            rows.setdefault(text, []).append(result.line)
+    for text, lines in rows.items():
+        more = len(lines) - 1
+        again = f" (and {more} more row{'s' if more > 1 else ''} with this error)" if more else ""
+        yield f"row {lines[0]}: {text}{again}"
 
 
 def first_mismatches(results: list[ExampleResult], examples: list[Example], limit: int = 3) -> Iterator[str]:

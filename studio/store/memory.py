@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 from typing import Any, TypeVar
 
 from studio import secrets
@@ -17,6 +18,7 @@ from studio.store.base import (
     RunStatus,
     StepRecord,
     now,
+    this_host,
 )
 
 
@@ -61,7 +63,8 @@ class MemoryStore(QuickWrites):
         return copy.deepcopy(run)
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
-        self._runs[run_id].status = status
+        run = self._runs[run_id]
+        run.status, run.pid, run.host = status, os.getpid(), this_host()
 
     def cache_get(self, key: str) -> dict[str, Any] | None:
         hit = self._cache.get(key)
