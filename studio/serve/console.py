@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from studio.errors import FlowError
-from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 EXIT_BAD_INPUT = 2
 
@@ -36,9 +36,18 @@ def console(flow_file: str | Path, *, prog: str, argv: Sequence[str] | None = No
     )
     parser.add_argument("--token-env", metavar="NAME", help="Require `Authorization: Bearer $NAME`.")
     parser.add_argument("--max-concurrency", type=int, default=DEFAULT_MAX_RUNS, help="Runs executing at once.")
+    parser.add_argument(
+        "--allow-host", action="append", default=[], metavar="NAME", help="Also answer requests with this Host."
+    )
+    parser.add_argument(
+        "--allow-model", action="append", default=[], metavar="PATTERN", help="Models a request may swap in."
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="Largest request body (413 above)."
+    )
     args = parser.parse_args(argv)
-    if args.max_concurrency < 1:
-        parser.error("--max-concurrency must be at least 1")
+    if args.max_concurrency < 1 or args.max_body_bytes < 1:
+        parser.error("--max-concurrency and --max-body-bytes must be at least 1")
     try:
         serve(
             flow_file,
@@ -47,6 +56,9 @@ def console(flow_file: str | Path, *, prog: str, argv: Sequence[str] | None = No
             db=args.db,
             token_env=args.token_env,
             max_concurrency=args.max_concurrency,
+            allow_hosts=tuple(args.allow_host),
+            allow_models=tuple(args.allow_model),
+            max_body_bytes=args.max_body_bytes,
             announce=lambda line: print(line, flush=True),
         )
     except FlowError as err:

@@ -61,7 +61,7 @@ def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") 
     given = inputs if isinstance(inputs, dict) else {}
     if error.validator == "required":
         name = next((n for n in schema.get("required", []) if n not in given), "")
-        raise InputError(f"{name}: a required input is missing", field=f"{field}.{name}")
+        raise InputError(f"input {name!r} is required", field=f"{field}.{name}")
     if error.validator == "additionalProperties":
         name = next((n for n in given if n not in schema.get("properties", {})), "")
         known = ", ".join(schema.get("properties", {})) or "none"
