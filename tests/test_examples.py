@@ -21,7 +21,7 @@ EXAMPLES = {
     ),
     "handbook-qa": (
         {"question": "How long do I have to return an item?"},
-        {"answer": "30 days from delivery.", "sources": ["refunds.md", "warranty.md"]},
+        {"answer": "30 days from delivery.", "sources": ["refunds.md"]},
         "handbook-qa",
     ),
     "calculator-agent": (
