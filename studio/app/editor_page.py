@@ -10,7 +10,7 @@ import streamlit as st
 from studio.app.canvas import flow_canvas
 from studio.app.editor_run import EditorRun
 from studio.app.inspector import render_flow_settings, render_inspector
-from studio.app.playground import notes, render_playground, run_key
+from studio.app.playground import notes, render_playground, run_from_toolbar, run_key
 from studio.app.run_page import flow_files
 from studio.app.settings import settings
 from studio.editor.document import new_flow_text
@@ -140,10 +140,16 @@ def _keep_or_reload(editor: Editor) -> bool:
 
 
 def _run_button(editor: Editor) -> None:
-    """Opens the Playground beside the canvas (the side panel too, when it was hidden)."""
-    if st.button("Run", icon=":material/play_arrow:", key="editor_run_open", disabled=editor.checked is None):
+    """Starts the run with the Playground's inputs, and shows the Playground (the side panel too);
+    while a required input is empty it only opens the Playground, to fill it in."""
+    current: EditorRun | None = st.session_state.get(run_key(editor))
+    running = current is not None and not current.done
+    if st.button(
+        "Run", icon=":material/play_arrow:", key="editor_run_open", disabled=editor.checked is None or running
+    ):
         st.session_state["editor_panel"] = PLAYGROUND
         st.session_state["editor_inspector_open"] = True
+        run_from_toolbar(editor)
 
 
 def _save_button(editor: Editor) -> None:

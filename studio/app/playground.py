@@ -12,7 +12,7 @@ import streamlit as st
 
 from studio.app.editor_run import EditorRun, start_run
 from studio.app.nav import trace_page
-from studio.app.run_page import input_widget
+from studio.app.run_page import input_value, input_widget
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, show_value
 from studio.editor.editor import Editor
@@ -62,14 +62,42 @@ def _start(editor: Editor, values: dict[str, Any]) -> None:
     # no rerun here: the rest of this script run shows the new run, and the page redraws when it changes
 
 
+def _input_key(editor: Editor, name: str) -> str:
+    return f"run_input:{editor.path}:{name}"
+
+
 def _form(editor: Editor, flow: Flow) -> None:
-    if editor.dirty:
-        st.caption("Running saves the flow first.")
-    with st.form("editor_run_inputs", border=False):
-        values = {name: input_widget(name, spec) for name, spec in flow.spec.inputs.items()}
-        go = st.form_submit_button("Start", type="primary", icon=":material/play_arrow:")
-    if go:
-        _start(editor, values)
+    """The flow's inputs; the toolbar's Run starts the run with them (one Run button)."""
+    if st.session_state.pop(ASK, False):
+        st.info("Fill in the inputs, then Run (in the toolbar).", icon=":material/edit:")
+    else:
+        st.caption(
+            "Run (in the toolbar) starts the flow with these inputs" + (", saving it first." if editor.dirty else ".")
+        )
+    for name, spec in flow.spec.inputs.items():
+        input_widget(name, spec, key=_input_key(editor, name))
+
+
+ASK = "playground_ask"
+"""Set when Run was pressed before the Playground's inputs were filled in: the form asks for them."""
+
+
+def run_from_toolbar(editor: Editor) -> bool:
+    """Start a run with the Playground's inputs (the flow saved first); False, and nothing started,
+    while a required input has not been filled in there yet."""
+    flow = editor.checked
+    if flow is None:
+        return False
+    values: dict[str, Any] = {}
+    for name, spec in flow.spec.inputs.items():
+        key = _input_key(editor, name)
+        if key in st.session_state:
+            values[name] = input_value(spec, st.session_state[key])
+        elif spec.required:
+            st.session_state[ASK] = True
+            return False
+    _start(editor, values)
+    return True
 
 
 def _chat(editor: Editor, ports: tuple[str, str], current: EditorRun | None) -> None:

@@ -341,7 +341,7 @@ def _start(page: Any, path: Path, question: str) -> Any:
     open_flow(page, path)
     page.get_by_role("button", name="Run").click()
     page.get_by_label("question (str)").fill(question)
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     return canvas(page)
 
 
@@ -368,7 +368,7 @@ def test_the_playground_runs_beside_the_canvas_with_outputs_node_io_errors_and_c
     open_flow(page, folder / "refusing.yaml")
     page.get_by_role("button", name="Run").click()
     page.get_by_label("question (str)").fill("anything")
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     sync_api.expect(frame.get_by_test_id("run-error-answer")).to_contain_text("auth", timeout=WAIT_MS)
     sync_api.expect(panel.get_by_text(re.compile("^answer: .*auth"))).to_be_visible(timeout=WAIT_MS)
     shot(page, "run-failed")
@@ -379,7 +379,7 @@ def test_a_human_input_is_answered_in_the_playground(page: Any, folder: Path) ->
     frame = canvas(page)
     page.get_by_role("button", name="Run").click()
     page.get_by_role("textbox", name="message (str)").fill("my order is late")
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     panel = page.locator(".st-key-editor_inspector")
     sync_api.expect(panel.get_by_text("Waiting for input")).to_be_visible(timeout=WAIT_MS)
     sync_api.expect(panel).to_contain_text("Send this reply? Sure.")

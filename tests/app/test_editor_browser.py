@@ -175,7 +175,7 @@ def test_run_from_the_editor_shows_status_then_the_trace(page: Any, folder: Path
     _choose_flow(page, folder / "commented.yaml")
     page.get_by_role("button", name="Run").click()
     page.get_by_label("question (str)").fill("what is up?")
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Run", exact=True).click()
     sync_api.expect(canvas(page).get_by_test_id("node-answer")).to_have_class(
         re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS
     )

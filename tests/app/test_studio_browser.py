@@ -25,7 +25,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (
 ARTIFACTS = ROOT / "test-artifacts"
 WIDTH, HEIGHT = 1440, 900
 STREAMED = "one two three four five six seven eight"
-"""A scripted reply streamed a word every 0.3 s (streaming.yaml)."""
+"""A scripted reply streamed a word every 0.5 s (streaming.yaml)."""
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     flows = Path(shutil.copytree(FLOWS, tmp_path_factory.mktemp("studio") / "flows"))
     commented = (FIXTURES / "commented.yaml").read_text(encoding="utf-8")
     slow = commented.replace("name: commented", "name: streaming")
-    slow = slow.replace("[{reply: ok}]", f"[{{word_delay_s: 0.3, reply: {STREAMED!r}}}]")
+    slow = slow.replace("[{reply: ok}]", f"[{{word_delay_s: 0.5, reply: {STREAMED!r}}}]")
     (flows / "streaming.yaml").write_text(slow, encoding="utf-8")
     return flows
 
@@ -148,3 +148,51 @@ def test_an_llm_node_opens_on_its_prompt_with_completions_and_apply_in_reach(pag
     canvas(page).get_by_test_id("node-generate").click()
     sync_api.expect(page.get_by_role("radio", name="Inspector")).to_be_checked(timeout=WAIT_MS)
     sync_api.expect(inspector.get_by_role("heading", name="generate")).to_be_visible(timeout=WAIT_MS)
+
+
+OUTPUTS_COVERED = """rf => {
+  const card = rf.querySelector('.react-flow__node[data-id="$outputs"]');
+  const box = card.getBoundingClientRect(), hidden = [];
+  for (let i = 0; i <= 4; i++) for (let j = 0; j <= 4; j++) {
+    const x = box.x + 8 + (box.width - 16) * i / 4, y = box.y + 8 + (box.height - 16) * j / 4;
+    const top = document.elementFromPoint(x, y);
+    if (!top || top.closest('.react-flow__node') !== card) hidden.push([Math.round(x), Math.round(y)]);
+  }
+  return hidden;
+}"""
+"""The points of the Flow outputs card (a 5x5 grid) that another card (its preview) covers."""
+
+
+def test_the_playground_tells_the_truth_with_one_run_button(browser: Any, server: str) -> None:
+    """The toolbar's Run is the only one; a second run shows its running state, not the first
+    run's answer as if current; the answer's preview leaves Flow outputs in sight."""
+    page = _editor(browser, server, flow="streaming.yaml")
+    try:
+        frame = canvas(page)
+        sync_api.expect(frame.get_by_test_id("node-answer")).to_be_visible(timeout=WAIT_MS)
+        run = page.get_by_role("button", name="Run", exact=True)
+        run.click()  # the question is empty: the Playground opens to ask for it
+        field = page.get_by_label("question (str)")
+        sync_api.expect(field).to_be_visible(timeout=WAIT_MS)
+        assert page.get_by_role("button", name="Start").count() == 0  # one Run button
+        field.fill("count")
+        run.click()
+        answer, preview = frame.get_by_test_id("node-answer"), frame.get_by_test_id("preview-answer")
+        sync_api.expect(preview).to_have_text(STREAMED, timeout=WAIT_MS)
+        sync_api.expect(answer).to_have_class(re.compile(r"\bstatus-succeeded\b"), timeout=WAIT_MS)
+        sync_api.expect(panel(page).get_by_text("Outputs", exact=True)).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(frame.get_by_test_id("preview-shout")).to_have_text(STREAMED.upper(), timeout=WAIT_MS)
+        assert frame.locator(".react-flow").evaluate(OUTPUTS_COVERED) == [], "a card covers Flow outputs"
+        shot(page, "played")
+        field.fill("count again")  # another question: the same one is answered from the cache at once
+        run.click()
+        sync_api.expect(answer).to_have_class(re.compile(r"\bstatus-(running|pending)\b"), timeout=WAIT_MS)
+        shot(page, "running-again")
+        sync_api.expect(panel(page).get_by_text(re.compile("^Running…"))).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(panel(page).get_by_text("Outputs", exact=True)).to_have_count(0)  # the last answer is gone
+        sync_api.expect(answer).to_have_class(re.compile(r"\bstatus-(running|pending)\b"))
+        assert preview.count() == 0 or preview.inner_text() != STREAMED
+        sync_api.expect(preview).to_have_text(STREAMED, timeout=WAIT_MS)
+    finally:
+        shot(page, "end-truth")
+        page.close()
