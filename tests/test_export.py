@@ -222,6 +222,58 @@ def test_the_package_runs_and_passes_its_own_test_from_source(tmp_path: Path) ->
     _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], done.out, env)
 
 
+def test_a_misspelt_model_alias_is_refused_by_run_and_the_console_script(tmp_path: Path) -> None:
+    done = export_flow(FLOWS / "ticket-triage.yaml", tmp_path / "triage")
+    env = {**os.environ, "PYTHONPATH": str(done.out)}
+    swap = f"scripted/{SCRIPTS / 'triage.yaml'}"
+    code = (
+        "import json, sys\n"
+        "from ticket_triage import run\n"
+        "from studio.errors import FlowError\n"
+        "try:\n"
+        "    run(ticket='refund me', models={'defualt': sys.argv[1]})\n"
+        "except FlowError as err:\n"
+        "    print(err.message)\n"
+    )
+    said = _run([sys.executable, "-c", code, swap], tmp_path, env)
+    assert "the flow has no model alias 'defualt'; did you mean 'default'?" in said
+    console = [sys.executable, "-m", "ticket_triage", "--input", "ticket=refund me", "--model", f"defualt={swap}"]
+    refused = subprocess.run(console, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2, refused.stderr
+    assert "--model defualt=...: the flow has no model alias 'defualt'; did you mean 'default'?" in refused.stderr
+    assert refused.stdout == ""
+    right = subprocess.run([*console[:-1], f"default={swap}"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert right.returncode == 0 and "category: billing" in right.stdout
+
+
+def test_the_console_scripts_help_lists_serve(tmp_path: Path) -> None:
+    done = export_flow(FLOWS / "ticket-triage.yaml", tmp_path / "triage")
+    env = {**os.environ, "PYTHONPATH": str(done.out)}
+    shown = _run([sys.executable, "-m", "ticket_triage", "--help"], tmp_path, env)
+    assert "ticket-triage serve [--port N]" in shown and "--model ALIAS=MODEL" in shown
+
+
+def test_the_install_line_installs_what_the_flow_needs_to_run(tmp_path: Path) -> None:
+    from studio.export.engine_wheel import install_command, source_tree
+
+    local = export_flow(FLOWS / "ticket-triage.yaml", tmp_path / "triage")
+    assert local.extras == ["local"] and local.after_install == ["flowstudio models install smollm2"]
+    readme = (local.out / "README.md").read_text()
+    install = readme.split("## Install", 1)[1].split("## Python", 1)[0]
+    assert "pip install --find-links wheels '.[local]'" in install and "flowstudio models install smollm2" in install
+    wheel = local.out / "wheels" / "flowstudio-0.1.0-py3-none-any.whl"
+    line = install_command(local.out, wheel, extras=local.extras, then=local.after_install)
+    assert line == (
+        f"pip install --find-links {local.out / 'wheels'} '{local.out}[local]' && flowstudio models install smollm2"
+    )
+    scripted = export_flow(FIXTURES / "structural.yaml", tmp_path / "structural")
+    assert scripted.extras == [] and scripted.after_install == []
+    assert "pip install --find-links wheels .   #" in (scripted.out / "README.md").read_text()
+    # Without the engine's wheel, flowstudio comes from this checkout: no index has its version.
+    no_wheel = install_command(scripted.out, None)
+    assert no_wheel == f"pip install {source_tree()} {scripted.out}"
+
+
 STRUCTURED_FLOW = """\
 flowstudio: 1
 name: person

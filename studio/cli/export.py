@@ -53,7 +53,7 @@ def export(
             sys.exit(EXIT_FAILED)
         if wheel is None:
             done.notes.append("flowstudio runs from an installed wheel, not a source tree: no engine wheel was built")
-    install = install_command(done.out, wheel)
+    install = install_command(done.out, wheel, extras=done.extras, then=done.after_install)
     if as_json:
         body = {
             "out": str(done.out),

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -115,9 +116,16 @@ def _copy_source(root: Path, into: Path) -> Path:
     return into
 
 
-def install_command(out: Path, wheel: Path | None) -> str:
-    """What the user runs to install the exported package (in any virtualenv)."""
-    where = shlex.quote(str(out))
-    if wheel is None:
-        return f"pip install {where}"
-    return f"pip install --find-links {shlex.quote(str(out / WHEELS))} {where}"
+def install_command(out: Path, wheel: Path | None, *, extras: Sequence[str] = (), then: Sequence[str] = ()) -> str:
+    """What the user runs, in a fresh virtualenv, to install the exported package so that its flow
+    runs as written: with the `extras` its models need, then the `then` commands (model weights).
+
+    Without the engine's wheel, flowstudio comes from the source tree this one runs from when there
+    is one (no package index has a checkout's version), else from the user's package index."""
+    where = shlex.quote(f"{out}[{','.join(extras)}]" if extras else str(out))
+    if wheel is not None:
+        line = f"pip install --find-links {shlex.quote(str(out / WHEELS))} {where}"
+    else:
+        source = source_tree()
+        line = f"pip install {shlex.quote(str(source))} {where}" if source is not None else f"pip install {where}"
+    return " && ".join([line, *then])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import functools
 import json
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from studio import secrets
-from studio.errors import FlowError
+from studio.errors import FlowError, InputError
 from studio.flow import paths
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
@@ -29,7 +30,7 @@ from studio.store import MemoryStore, SQLiteStore
 from studio.store.base import Store
 from studio.types import value_from_text
 
-__all__ = ["FlowFailed", "RunResult", "console", "outputs_of", "run_embedded"]
+__all__ = ["FlowFailed", "RunResult", "check_models", "console", "outputs_of", "run_embedded"]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "waiting": 3}
 EXIT_BAD_INPUT = 2
@@ -78,6 +79,7 @@ async def run_embedded(
     `trace` and `resume --db` can read it). Raises FlowError for inputs the flow refuses.
     """
     overrides = dict(models or {})
+    check_models(flow_file, overrides)
     plan = _plan(str(Path(flow_file).resolve()), tuple(sorted(overrides.items())))
     store: Store = SQLiteStore(Path(db)) if db is not None else MemoryStore()
     try:
@@ -85,6 +87,24 @@ async def run_embedded(
             return await Engine(store).run(plan, dict(inputs), options=RunOptions(models=overrides))
     finally:
         store.close()
+
+
+def check_models(flow_file: str | Path, models: Mapping[str, str], option: str = "models") -> None:
+    """Refuse a model swap whose alias the flow (sub-flows included) does not have: a misspelt
+    alias would leave the flow's own model to run. Raises InputError with the alias meant."""
+    from studio.export.writer import model_aliases
+
+    resolved = Path(flow_file).resolve()
+    with paths.rooted(package_root(resolved), force=True):
+        known = model_aliases(_plan(str(resolved), ()))
+    for alias in models:
+        if alias in known:
+            continue
+        close = difflib.get_close_matches(alias, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        where = f"--model {alias}=..." if option == "--model" else option
+        defined = ", ".join(known) or "none"
+        raise InputError(f"{where}: the flow has no model alias {alias!r}; {hint}its aliases: {defined}", field=option)
 
 
 def outputs_of(result: RunResult) -> dict[str, Any]:
@@ -107,6 +127,7 @@ def console(
         given = _given_inputs(parser, args, inputs_model)
         values = inputs_model.model_validate(given).model_dump(exclude_defaults=True)
         models = dict(_pairs(parser, args.model, "--model"))
+        check_models(flow_file, models, "--model")
         result = asyncio.run(run_embedded(flow_file, values, models=models, db=args.db))
     except ValidationError as err:
         print(f"error: {_first_problem(err)}", file=sys.stderr)
@@ -131,7 +152,11 @@ def _parser(prog: str, inputs_model: type[BaseModel]) -> argparse.ArgumentParser
     parser = argparse.ArgumentParser(
         prog=prog,
         description=f"Run the embedded flow. Inputs: {names}.",
-        epilog=f"Example: {prog} --input NAME=VALUE --json",
+        epilog=(
+            f"Example: {prog} --input NAME=VALUE --json\n\n"
+            f"{prog} serve [--port N] [--host H] ...: serve the flow over HTTP (see {prog} serve --help)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "-i",

