@@ -4,23 +4,43 @@ In completion form (the default, which small models follow best) the prompt list
 and ends in `JSON: {"first_field":`, so the model only continues an object. A reply that does not parse or validate is sent back
 with the problem, up to `retries` times; then the node fails with an OutputError that shows
 the last reply. A field list also gives each field its own typed output port.
+
+Where the model picks tools natively, the object is asked for as a forced call of one function
+whose parameters are the schema. On a provider that sends a completion prompt as a user message
+but continues an assistant turn (Anthropic's protocol), the completion form is sent as a chat
+whose assistant turn begins the object (a prefill).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.prompting import Form
-from studio.node import ANY, Message, Node, NodeContext, OutputError, PortType, TemplateInputs, parse_type, render
+from studio.node import (
+    ANY,
+    Completion,
+    Message,
+    Node,
+    NodeContext,
+    OutputError,
+    PortType,
+    TemplateInputs,
+    parse_type,
+    render,
+)
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
 _PORT_TYPES = {v: k for k, v in _JSON_TYPES.items()}
 LABEL = "JSON:"
+TOOL = "answer"
+"""The function a `tool` answer is a forced call of."""
+Method = Literal["tool", "prefill", "text"]
+"""How the object is asked for (see `Structured.method`)."""
 
 
 def _kind(schema: dict[str, Any]) -> str:
@@ -223,12 +243,31 @@ class Structured(Node):
         where = "/".join(str(p) for p in error.absolute_path)
         return f"{where}: {error.message}" if where else error.message
 
-    async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
-        c, values = self.config, inputs.values()
+    @staticmethod
+    def method(ctx: NodeContext, form: Form) -> Method:
+        """How the object is asked for: `tool` where the model picks tools natively (a forced call
+        whose arguments are the object), `prefill` where a completion-form prompt would be sent as a
+        user message but the provider continues an assistant turn (Anthropic's protocol), else
+        `text` in the configured form. A reply that does not validate is sent back either way."""
+        supports = getattr(ctx.llm, "supports", None)
+        if supports is None:
+            return "text"
+        if supports("function_calling") is True:
+            return "tool"
+        return "prefill" if form == "completion" and supports("prefill") is True else "text"
+
+    def answer_tool(self) -> dict[str, Any]:
+        """The function the `tool` method forces a call of: its parameters are the object's schema."""
+        parameters = {k: v for k, v in self.schema().items() if k != "$schema"}
+        function = {"name": TOOL, "description": "Give the answer as one object.", "parameters": parameters}
+        return {"type": "function", "function": function}
+
+    def prompts(self, values: dict[str, Any], chat: bool) -> tuple[list[Message], str]:
+        """The chat messages and the completion text that ask for the object (the text ends in `LABEL`)."""
+        c = self.config
         preamble = "\n\n".join(
             p for p in (render(c.system, values), render(c.instructions, values), self.describe()) if p
         )
-        chat = c.form == "chat"
         messages = [Message("system", preamble)] if chat else []
         text = preamble
         for demo in c.demos:
@@ -239,16 +278,19 @@ class Structured(Node):
                 text += f"\n\n{render(c.prompt, demo)}\n{LABEL} {answer}"
         question = render(c.prompt, values)
         messages.append(Message("user", question))
+        return messages, f"{text}\n\n{question}\n{LABEL}"
+
+    async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
+        c = self.config
+        method = self.method(ctx, c.form)
+        messages, text = self.prompts(inputs.values(), chat=c.form == "chat" or method == "tool")
         opening = self.opening()
-        text += f"\n\n{question}\n{LABEL} {opening}"
+        if method == "prefill":  # the completion prompt as a user turn, the answer begun as the assistant's
+            messages = [Message("user", text), Message("assistant", opening)]
+        text += f" {opening}"
         reply, problem = "", ""
         for _ in range(c.retries + 1):
-            if chat:
-                completion = await ctx.llm.complete(messages=messages, max_tokens=c.max_tokens)
-                reply = completion.text.strip()
-            else:
-                completion = await ctx.llm.complete(prompt=text, stop=["\n\n", f"\n{LABEL}"], max_tokens=c.max_tokens)
-                reply = opening + completion.text.rstrip()
+            completion, reply = await self._ask(method, ctx, messages, text, opening)
             try:
                 data = first_object(reply)
                 found = self.problem(data)
@@ -258,12 +300,38 @@ class Structured(Node):
                 return self._outputs(data)
             problem = found + (" (the reply was cut off at max_tokens)" if completion.finish_reason == "length" else "")
             retry = f"That reply is invalid: {problem}. Write the corrected JSON object."
-            messages += [Message("assistant", reply), Message("user", retry)]
+            if method == "prefill":
+                messages = [*messages[:-1], Message("assistant", reply), Message("user", retry), messages[-1]]
+            else:
+                messages += [Message("assistant", reply), Message("user", retry)]
             text += f"{reply[len(opening) :]}\nError: {problem}. Corrected:\n{LABEL} {opening}"
         shown = reply if len(reply) <= 500 else reply[:500] + "…"
         raise OutputError(
             f"no valid object after {c.retries + 1} tries: {problem}; last reply: {shown}", reply=reply, problem=problem
         )
+
+    async def _ask(
+        self, method: Method, ctx: NodeContext, messages: list[Message], text: str, opening: str
+    ) -> tuple[Completion, str]:
+        """One call by `method`; returns it and the reply as the object's text."""
+        c, stop = self.config, ["\n\n", f"\n{LABEL}"]
+        if method == "tool":
+            forced = {"type": "function", "function": {"name": TOOL}}
+            extra = {"tools": [self.answer_tool()], "tool_choice": forced}
+            completion = await ctx.llm.complete(messages=messages, max_tokens=c.max_tokens, extra=extra)
+            calls = [call for call in completion.tool_calls or [] if call.get("name") == TOOL]
+            reply = json.dumps(calls[0].get("arguments"), ensure_ascii=False) if calls else completion.text.strip()
+            return completion, reply
+        if method == "prefill":
+            completion = await ctx.llm.complete(messages=messages, stop=stop, max_tokens=c.max_tokens)
+            reply = completion.text.rstrip()
+            # a provider may answer with the whole object, the begun part repeated
+            return completion, reply.lstrip() if reply.lstrip().startswith("{") else opening + reply
+        if c.form == "chat":
+            completion = await ctx.llm.complete(messages=messages, max_tokens=c.max_tokens)
+            return completion, completion.text.strip()
+        completion = await ctx.llm.complete(prompt=text, stop=stop, max_tokens=c.max_tokens)
+        return completion, opening + completion.text.rstrip()
 
     def _outputs(self, data: dict[str, Any]) -> Outputs:
         if self.config.json_schema is None:

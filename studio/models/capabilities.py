@@ -34,6 +34,12 @@ class Capabilities:
         return "logprobs" in self.params
 
     @property
+    def prefill(self) -> bool:
+        """A chat whose last turn is the assistant's is continued from it (Anthropic's Messages API),
+        while a completion-style prompt is sent as a user message and answered afresh."""
+        return self.provider == "anthropic"
+
+    @property
     def constrained(self) -> bool:
         """An answer constrained to a JSON Schema (`response_format`)."""
         return CONSTRAINED_PARAM in self.params
