@@ -100,10 +100,14 @@ def load_tools(path: Path) -> dict[str, FlowTool]:
     return tools
 
 
+def relative(text: str, folder: Path) -> str:
+    """`text` naming files relative to the served folder (clients never see the server's paths)."""
+    return text.replace(f"{folder}/", "").replace(str(folder), ".")
+
+
 def error_result(text: str, folder: Path) -> types.CallToolResult:
     """A tool error whose text names files relative to the served folder."""
-    shown = text.replace(f"{folder}/", "").replace(str(folder), ".")
-    return types.CallToolResult(content=[types.TextContent(type="text", text=shown)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=relative(text, folder))], is_error=True)
 
 
 async def call_flow(
@@ -133,7 +137,9 @@ async def call_flow(
         await asyncio.gather(*sent, return_exceptions=True)
     failed = result.status != "succeeded"
     return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(result.as_json(), ensure_ascii=False))],
+        content=[
+            types.TextContent(type="text", text=relative(json.dumps(result.as_json(), ensure_ascii=False), folder))
+        ],
         structured_content=None if failed else result.outputs,
         is_error=failed,
         _meta={RUN_ID_META: result.run_id},

@@ -219,6 +219,11 @@ def test_mcp_over_http_refuses_a_public_host_without_a_token(tmp_path: Path) -> 
 async def test_mcp_over_http_checks_token_host_body_and_inputs(tmp_path: Path) -> None:
     flows = tmp_path / "flows"
     shutil.copytree(Path(__file__).parents[1] / "mcp" / "flows", flows)
+    (flows / "broken.yaml").write_text(
+        "flowstudio: 1\nname: broken\noutputs: {text: $g.text}\n"
+        "models: {default: {model: scripted/missing.yaml}}\n"
+        "nodes:\n  g: {type: llm.generate, config: {prompt: hi}}\n"
+    )
     port = free_port()
     command = _mcp(flows, "--port", str(port), "--token-env", TOKEN_ENV, "--max-body-bytes", "20000")
     process = subprocess.Popen([*command, "--db", str(tmp_path / "runs.db")], env={**os.environ, TOKEN_ENV: TOKEN})
@@ -241,6 +246,9 @@ async def test_mcp_over_http_checks_token_host_body_and_inputs(tmp_path: Path) -
             missing = await client.call_tool("arithmetic", {"times": 2})
             text = missing.content[0].text  # type: ignore[union-attr]
             assert missing.is_error and "expression" in text and str(flows) not in text
+            broken = await client.call_tool("broken", {})
+            text = broken.content[0].text  # type: ignore[union-attr]
+            assert broken.is_error and "missing.yaml" in text and str(tmp_path) not in text, text
             good = await client.call_tool("arithmetic", {"expression": "6 * 7", "times": 1})
             assert not good.is_error
     finally:
