@@ -146,7 +146,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         async def begin(engine: Engine) -> Any:
             return await engine.run(plan, body.inputs, options=options)
 
-        return await respond(manager_of(request), begin, body.mode)
+        return await respond(manager_of(request), begin, body.mode, catalog=catalog)
 
     @app.get("/runs/{run_id}", tags=["runs"])
     async def get_run(run_id: str, request: Request) -> dict[str, Any]:
@@ -187,7 +187,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         async def begin(engine: Engine) -> Any:
             return await engine.resume(run_id, values=body.values)
 
-        return await respond(manager, begin, body.mode, resuming=stopped)
+        return await respond(manager, begin, body.mode, resuming=stopped, catalog=catalog)
 
     @app.post("/runs/{run_id}/cancel", tags=["runs"])
     async def cancel(run_id: str, request: Request) -> dict[str, Any]:
@@ -197,8 +197,11 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         return run_object(record, manager.store.steps(run_id))
 
 
-async def respond(manager: RunManager, begin: Start, mode: Mode, *, resuming: str | None = None) -> Response:
-    """Start a run task and answer as `mode` says."""
+async def respond(
+    manager: RunManager, begin: Start, mode: Mode, *, resuming: str | None = None, catalog: Catalog | None = None
+) -> Response:
+    """Start a run task and answer as `mode` says (a `wait` run's error names files relative to
+    the `catalog`'s folder)."""
     run = manager.start(begin, mode, resuming=resuming)
     queue = run.channel.listen() if mode == "stream" else None
     try:
@@ -211,8 +214,10 @@ async def respond(manager: RunManager, begin: Start, mode: Mode, *, resuming: st
         return JSONResponse({"run_id": run_id}, status_code=202)
     if queue is not None:
         return sse(run.events(queue))
-    result = await run.result()
-    return JSONResponse(result.as_json())
+    answer = (await run.result()).as_json()
+    if catalog is not None and isinstance(answer.get("error"), str):
+        answer["error"] = catalog.relative(answer["error"])
+    return JSONResponse(answer)
 
 
 def sse(events: AsyncIterator[Event | None]) -> StreamingResponse:

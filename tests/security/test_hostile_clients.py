@@ -44,6 +44,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, P
     shutil.copytree(SERVE_FLOWS, flows)
     (flows / "inside.yaml").write_text("script:\n  - {reply: from the folder}\n")
     (base / "outside.yaml").write_text(f"script:\n  - {{reply: {SECRET}}}\n")
+    (flows / "broken.yaml").write_text(
+        "flowstudio: 1\nname: broken\noutputs: {text: $g.text}\n"
+        "models: {default: {model: scripted/missing.yaml}}\n"
+        "nodes:\n  g: {type: llm.generate, config: {prompt: hi}}\n"
+    )
     command = serve_command(flows, base / "runs.db", "--allow-model", "scripted/*", "--allow-host", "flows.internal")
     server = Server(command).start()
     yield server, base
@@ -81,6 +86,14 @@ def test_a_client_cannot_read_files_through_a_model_override(served: tuple[Serve
         assert not_allowed.status_code == 422 and "not allowed" in not_allowed.text
         inside = client.post(RUN, json={"inputs": {"topic": "x"}, "models": {"default": "scripted/inside.yaml"}})
         assert inside.status_code == 200 and inside.json()["outputs"]["final"] == "from the folder"
+
+
+def test_errors_name_files_relative_to_the_served_folder(served: tuple[Server, Path]) -> None:
+    server, base = served
+    with server.client() as client:
+        answer = client.post("/flows/broken/runs", json={})
+    assert answer.status_code in (200, 422) and "missing.yaml" in answer.text, answer.text
+    assert str(base) not in answer.text
 
 
 def test_a_misspelt_alias_is_422_with_did_you_mean(served: tuple[Server, Path]) -> None:
