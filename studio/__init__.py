@@ -15,6 +15,7 @@ _EXPORTS = {
     "Flow": "studio.flow.spec",
     "FlowError": "studio.errors",
     "FlowSpec": "studio.flow.spec",
+    "FlowWarning": "studio.errors",
     "Hook": "studio.runtime.hooks",
     "InputError": "studio.errors",
     "LoadError": "studio.errors",
