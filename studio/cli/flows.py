@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 def validate(flow: str) -> None:
     """Check a flow file without running anything.
 
+    Problems that only show when it runs here (a model alias whose key is not set, a local model
+    not installed, a node its model cannot serve) are printed as warnings; the exit code stays 0.
     Example: flowstudio validate flows/ticket-triage.yaml
     """
     from studio.flow.spec import load_flow
@@ -31,12 +33,9 @@ def validate(flow: str) -> None:
 
     plan = compile_flow(load_flow(flow))
     click.echo(f"OK {flow}: {len(plan.nodes)} nodes")
-    from studio.runtime.gather_checks import warnings
-    from studio.runtime.model_checks import capability_warnings
+    from studio.runtime.lint import flow_warnings
 
-    for warning in capability_warnings(plan):
-        click.echo(f"warning: {flow}: {warning}", err=True)
-    for found in warnings(plan):
+    for found in flow_warnings(plan):  # each check of `studio.runtime.lint.CHECKS`
         click.echo(f"warning: {found}", err=True)
 
 

@@ -64,6 +64,8 @@ def run(
     from studio.cli.checks import check_aliases, typed_inputs
     from studio.flow.spec import load_flow
     from studio.flow.values import load_json
+    from studio.runtime.compiler import compile_flow
+    from studio.runtime.model_checks import require_models
     from studio.runtime.runner import run_flow_async
 
     if otlp:
@@ -77,6 +79,7 @@ def run(
     options.models = pairs(models, "--model", parse_json=False)
     options.stream = stream
     check_aliases(loaded, options.models)
+    require_models(compile_flow(loaded, options.models))  # keys set, local models there: before any node runs
     printer = TokenPrinter()
     run_async = run_flow_async(
         flow,

@@ -39,6 +39,7 @@ from studio.evaluate.summary import (
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
+from studio.runtime.model_checks import require_models
 from studio.store.base import ExperimentRecord, RunRecord, Store, new_id
 from studio.store.memory import MemoryStore
 
@@ -231,6 +232,7 @@ def prepare(options: BatchOptions) -> tuple[Plan, Dataset, Metric | None]:
     metric = None
     if name is not None:
         metric = resolve_metric(name, expect=dataset.expect, plan=plan, judge=options.judge, rubric=options.rubric)
+    require_models(plan, (options.judge, "judge") if name == "llm_judge" else ())  # keys and local models
     Engine(MemoryStore()).check_models(plan)  # a bad model setting fails here, before any run
     return plan, dataset, metric
 

@@ -26,6 +26,7 @@ from studio.optimize.candidates import tunable_nodes
 from studio.optimize.search import Settings, calls_per_example, overhead_calls
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine
+from studio.runtime.model_checks import require_models
 from studio.store.memory import MemoryStore
 
 MIN_TRAIN = 4
@@ -243,6 +244,8 @@ def prepare(options: OptimizeOptions) -> Prepared:
         )
     if options.budget_usd is not None and options.budget_usd <= 0:
         raise InputError("--budget-usd must be more than 0", field="--budget-usd")
+    judges = (options.judge, "judge") if options.metric == "llm_judge" else ()
+    require_models(plan, [proposer, *judges])  # a missing key or model is bad input, before any call
     Engine(MemoryStore()).check_models(plan)  # a bad model setting fails here, before any call
     return Prepared(options, flow, plan, train, dev, test, proposer, out, notes=(*apart, *notes))
 
