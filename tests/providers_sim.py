@@ -9,7 +9,7 @@ It serves `POST /v1/chat/completions` and `/v1/completions` (OpenAI) and `POST /
 `--no-retry-after`) and the provider's rate-limit headers. The n-th request let through meets its
 fate from a seeded draw: a 500 (`fail`), an answer after `slow_s` (`slow`), else an answer after
 `latency_s`. The answer is the last word of the last message, so a flow's output is predictable.
-`GET /stats` counts what happened. It stands in for a provider's HTTP API, never for our code.
+`GET /stats` counts what happened; `POST /control` changes the shares while it runs. It stands in for a provider's HTTP API, never for our code.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ class Schedule:
     seed: int = 1
     retry_after: bool = True
     """Send `retry-after` headers with a 429."""
+    limit_headers: bool = True
+    """Announce the limit in `x-ratelimit-*` (`anthropic-ratelimit-*`) headers, as OpenAI (Anthropic) do."""
 
     def arguments(self) -> list[str]:
         """The command-line arguments that give this schedule."""
@@ -56,6 +58,8 @@ class Schedule:
             args += ["--rate", str(self.rate)]
         if not self.retry_after:
             args.append("--no-retry-after")
+        if not self.limit_headers:
+            args.append("--no-limit-headers")
         return args
 
 
@@ -97,7 +101,7 @@ class Provider:
     def limit_headers(self, anthropic: bool, wait_s: float | None) -> dict[str, str]:
         rate = self.schedule.rate
         headers: dict[str, str] = {}
-        if rate is not None:
+        if rate is not None and self.schedule.limit_headers:
             remaining = str(max(0, math.floor(self.level)))
             reset_s = max(0.0, (self.schedule.burst - self.level) / rate)
             if anthropic:
@@ -174,6 +178,14 @@ def build_app(schedule: Schedule) -> Any:
     async def stats(_: Request) -> JSONResponse:
         return JSONResponse(provider.stats)
 
+    async def control(request: Request) -> JSONResponse:
+        """Change the schedule's shares while it runs (`{"fail": 0}`): a provider that recovers."""
+        changes = await request.json()
+        for name in ("fail", "slow", "slow_s", "latency_s"):
+            if name in changes:
+                setattr(schedule, name, float(changes[name]))
+        return JSONResponse({"ok": True})
+
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
@@ -182,6 +194,7 @@ def build_app(schedule: Schedule) -> Any:
         Route("/v1/completions", answer, methods=["POST"]),
         Route("/v1/messages", answer, methods=["POST"]),
         Route("/stats", stats),
+        Route("/control", control, methods=["POST"]),
         Route("/health", health),
     ]
     return Starlette(routes=routes)
@@ -237,6 +250,13 @@ class Simulator:
             data: dict[str, int] = json.load(reply)
         return data
 
+    def control(self, **changes: float) -> None:
+        """Change the schedule while it runs, e.g. `control(fail=0)`."""
+        request = urllib.request.Request(
+            self.url + "/control", data=json.dumps(changes).encode(), headers={"content-type": "application/json"}
+        )
+        urllib.request.urlopen(request, timeout=5).close()
+
     def stop(self) -> None:
         """Stop the process (by its PID) and wait for it."""
         if self.process.poll() is None:
@@ -267,6 +287,7 @@ def main() -> None:
     parser.add_argument("--latency-s", type=float, default=0.005)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-retry-after", action="store_true")
+    parser.add_argument("--no-limit-headers", action="store_true")
     args = parser.parse_args()
     schedule = Schedule(
         rate=args.rate,
@@ -277,6 +298,7 @@ def main() -> None:
         latency_s=args.latency_s,
         seed=args.seed,
         retry_after=not args.no_retry_after,
+        limit_headers=not args.no_limit_headers,
     )
     import uvicorn
 

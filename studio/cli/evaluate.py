@@ -42,6 +42,9 @@ EXIT_INTERRUPTED = 130
 @click.option("--model", "models", multiple=True, metavar="ALIAS=MODEL", help="Swap a model alias.")
 @click.option("--resume", default=None, metavar="EXPERIMENT_ID", help="Continue a batch that was stopped.")
 @click.option(
+    "--retry-errors", is_flag=True, help="With --resume: run the examples whose run failed again (the others are kept)."
+)
+@click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
     default="local",
@@ -69,6 +72,7 @@ def batch(
     out: str | None,
     models: tuple[str, ...],
     resume: str | None,
+    retry_errors: bool,
     executor: str,
     ray_address: str | None,
     cache: bool,
@@ -113,7 +117,7 @@ def batch(
             from studio.store.base import resolve_id
 
             resume = resolve_id(store, "experiment", resume)
-        prepared = prepare_batch(options, store, resume=resume)
+        prepared = prepare_batch(options, store, resume=resume, retry_errors=retry_errors)
         try:
             result = _batch_live(prepared, store) if as_json else _batch_with_progress(prepared, store)
         except KeyboardInterrupt:
@@ -168,9 +172,29 @@ def _batch_live(prepared: Any, store: Any) -> Any:
         if live and live[0].due(force=done == total):  # the CI and the copy only when a write is due
             ci = [round(bound, 6) for bound in confidence_interval(list(scores.values()))] if scores else None
             fields = {"done": done, "total": total, "score": score, "score_ci": ci, "scores": dict(scores)}
-            live[0].update(force=True, **fields, cost_usd=round(cost_usd, 10))
+            live[0].update(force=True, **fields, cost_usd=round(cost_usd, 10), rate_limit=_pressure())
 
     return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
+
+
+def _pressure() -> str | None:
+    """The model limiters' state while calls wait on them (`waiting on rate limit: 20 req/s`)."""
+    from studio.models.limiter import pressure
+
+    return pressure()
+
+
+def _pressure_column() -> Any:
+    """A progress column that reads the limiters' state at every refresh, so a batch held back
+    by a rate limit says so even while no example finishes."""
+    from rich.progress import ProgressColumn, Task
+    from rich.text import Text
+
+    class PressureColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            return Text(_pressure() or "", style="yellow")
+
+    return PressureColumn()
 
 
 def _batch_with_progress(prepared: Any, store: Any) -> Any:
@@ -189,6 +213,7 @@ def _batch_with_progress(prepared: Any, store: Any) -> Any:
         TextColumn("cost ${task.fields[cost]}"),
         TextColumn("ETA"),
         TimeRemainingColumn(),
+        _pressure_column(),
     )
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("batch", total=prepared.examples, score="-", cost="0")

@@ -30,6 +30,7 @@ from studio.evaluate.reports import experiment_row, print_experiments, print_sum
 from studio.evaluate.summary import (
     BatchSummary,
     ExampleResult,
+    classify_failures,
     confidence_interval,
     first_errors,
     first_mismatches,
@@ -103,16 +104,24 @@ def input_key(inputs: dict[str, Any]) -> str:
     return json.dumps(inputs, sort_keys=True, ensure_ascii=False)
 
 
-def finished_runs(store: Store, experiment_id: str, examples: list[Example]) -> dict[int, RunRecord]:
-    """The finished run of each example that has one, matched by inputs (repeated rows in turn)."""
+def finished_runs(
+    store: Store, experiment_id: str, examples: list[Example], *, retry_errors: bool = False
+) -> dict[int, RunRecord]:
+    """The finished run of each example that has one, matched by inputs (repeated rows in turn).
+
+    A run that did not fail counts before a failed one (an example run again by `--retry-errors`
+    is its new run), the latest failed one first; with `retry_errors`, failed runs do not count.
+    """
     by_inputs: dict[str, list[RunRecord]] = {}
     for run in store.runs_of_experiment(experiment_id):
         if run.status in FINISHED:
             by_inputs.setdefault(input_key(run.inputs), []).append(run)
+    for found in by_inputs.values():
+        found[:] = [r for r in found if r.status != "failed"] + [r for r in reversed(found) if r.status == "failed"]
     done: dict[int, RunRecord] = {}
     for example in examples:
         runs = by_inputs.get(input_key(example.inputs))
-        if runs:
+        if runs and not (retry_errors and runs[0].status == "failed"):
             done[example.index] = runs.pop(0)
     return done
 
@@ -143,11 +152,12 @@ async def run_batch(
     config: dict[str, Any] | None = None,
     run_options: RunOptions | None = None,
     progress: Progress | None = None,
+    retry_errors: bool = False,
 ) -> BatchResult:
     """Run every example not yet finished in the experiment, score all, store the summary.
 
     `experiment_id` names an existing experiment to continue; without it a new one is made
-    with `config`.
+    with `config`. `retry_errors` runs the examples whose run failed again, too.
     """
     started = time.perf_counter()
     if experiment_id is None:
@@ -155,7 +165,7 @@ async def run_batch(
         store.create_experiment(
             ExperimentRecord(experiment_id=experiment_id, kind=KIND, flow=plan.flow.spec.name, config=config or {})
         )
-    done = finished_runs(store, experiment_id, dataset.examples)
+    done = finished_runs(store, experiment_id, dataset.examples, retry_errors=retry_errors)
     results: dict[int, ExampleResult] = {}
     total = len(dataset.examples)
     tally = _Tally(total)
@@ -187,6 +197,7 @@ async def run_batch(
         if close is not None:
             await close()
     ordered = [results[e.index] for e in dataset.examples if e.index in results]
+    classify_failures(store, ordered)
     seconds = time.perf_counter() - started
     summary = summarise(
         ordered, metric, experiment_id=experiment_id, flow=plan.flow.spec.name, seconds=seconds, ran=len(fresh)
@@ -246,6 +257,8 @@ class Prepared:
     dataset: Dataset
     metric: Metric | None
     resume: str | None = None
+    retry_errors: bool = False
+    """On resume, run the examples whose run failed again too."""
     experiment_id: str | None = None
     """The experiment once the batch has started (the one it resumes, or a new one)."""
 
@@ -254,8 +267,12 @@ class Prepared:
         return len(self.dataset.examples)
 
 
-def prepare_batch(options: BatchOptions | None, store: Store, *, resume: str | None = None) -> Prepared:
+def prepare_batch(
+    options: BatchOptions | None, store: Store, *, resume: str | None = None, retry_errors: bool = False
+) -> Prepared:
     """Check the flow, dataset, metric and (on resume) the experiment; raises FlowError."""
+    if retry_errors and resume is None:
+        raise InputError("--retry-errors runs a batch's failed examples again: give --resume EXPERIMENT_ID too")
     if resume is not None:
         options = resumed_options(store, resume, options)
     if options is None:
@@ -263,7 +280,7 @@ def prepare_batch(options: BatchOptions | None, store: Store, *, resume: str | N
     plan, dataset, metric = prepare(options)
     if resume is not None:
         check_unchanged(store, resume, plan, dataset)
-    return Prepared(options, plan, dataset, metric, resume)
+    return Prepared(options, plan, dataset, metric, resume, retry_errors)
 
 
 async def run_prepared(
@@ -300,6 +317,7 @@ async def run_prepared(
             experiment_id=experiment_id,
             run_options=RunOptions(cache=options.cache, models=dict(options.models)),
             progress=progress,
+            retry_errors=prepared.retry_errors,
         )
     finally:
         close = getattr(executor, "close", None)
@@ -314,7 +332,8 @@ async def batch(
     resume: str | None = None,
     progress: Progress | None = None,
     on_start: Callable[[str, int], None] | None = None,
+    retry_errors: bool = False,
 ) -> BatchResult:
     """What `flowstudio batch` does: check everything, then run (or continue) and score."""
-    prepared = prepare_batch(options, store, resume=resume)
+    prepared = prepare_batch(options, store, resume=resume, retry_errors=retry_errors)
     return await run_prepared(prepared, store, progress=progress, on_start=on_start)

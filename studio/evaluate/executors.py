@@ -33,6 +33,8 @@ class Outcome:
     """Model calls the run made in this process (0 for a run read back from the store)."""
     cache_hits: int = 0
     """Of those, the ones the LLM cache answered."""
+    error_kind: str | None = None
+    """Why a failed run failed, by kind (`rate_limit`, `server`, `timeout`, `auth`, ...)."""
 
 
 class Executor(Protocol):

@@ -117,6 +117,9 @@ def print_summary(
     table.add_row(
         "errors", f"{summary['errors']} ({summary['failed']} failed runs, {summary['metric_errors']} metric errors)"
     )
+    by_kind = summary.get("errors_by_kind") or {}
+    if by_kind:
+        table.add_row("failed by kind", ", ".join(f"{kind} {count}" for kind, count in by_kind.items()))
     table.add_row("cost $", f"{summary['cost_usd']:.6f} total, {summary['cost_per_example']:.6f} per example")
     cached = cache_text(summary)
     table.add_row("tokens", f"{summary['tokens']} ({cached})" if cached else str(summary["tokens"]))
@@ -128,6 +131,13 @@ def print_summary(
     if out:
         table.add_row("results", out)
     console.print(table)
+    if summary.get("failed") and summary.get("status") != "stopped":
+        console.print(
+            f"run the {summary['failed']} failed examples again: "
+            f"flowstudio batch --resume {summary.get('experiment_id', '')} --retry-errors",
+            markup=False,
+            highlight=False,
+        )
     if summary.get("status") == "stopped":
         console.print(
             f"stopped: all of the first {summary['examples']} examples failed; "

@@ -6,13 +6,15 @@ import json
 import math
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from studio.evaluate.datasets import Example
 from studio.evaluate.executors import Outcome
 from studio.evaluate.metrics import LLMJudge, Metric
+from studio.store.base import Store
 
 
 @dataclass
@@ -107,6 +109,10 @@ class BatchSummary(Mapping[str, Any]):
     """Model calls the examples run by this call made."""
     cache_hits: int = 0
     """Of those, the ones the LLM cache answered: no tokens and no cost are counted for them."""
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    """Failed examples by why they failed (`rate_limit`, `server`, `timeout`, `auth`, ...)."""
+    failed_lines: list[int] = field(default_factory=list)
+    """The dataset lines of the failed examples (`batch --resume ID --retry-errors` runs them again)."""
 
     def as_json(self) -> dict[str, Any]:
         """The summary as JSON (`judge` only when the metric is an LLM judge)."""
@@ -165,7 +171,24 @@ def summarise(
         judge=judge,
         calls=sum(o.calls for o in outcomes),
         cache_hits=sum(o.cache_hits for o in outcomes),
+        errors_by_kind=dict(Counter(o.error_kind or "error" for o in outcomes if o.status == "failed").most_common()),
+        failed_lines=[r.line for r in results if r.outcome.status == "failed"],
     )
+
+
+def classify_failures(store: Store, results: list[ExampleResult]) -> None:
+    """Give each failed result its kind (in place), from the store's steps of its run: the
+    innermost failed step's kind, since a sub-flow's parent only says `sub_flow`."""
+    for result in results:
+        outcome = result.outcome
+        if outcome.status != "failed" or outcome.error_kind is not None:
+            continue
+        if outcome.run_id is None:
+            outcome.error_kind = "exception"
+            continue
+        kinds: list[str] = [s.error_kind for s in store.steps(outcome.run_id) if s.status == "failed" and s.error_kind]
+        specific = [k for k in kinds if k not in ("sub_flow", "node_error")]
+        outcome.error_kind = specific[0] if specific else kinds[0] if kinds else "error"
 
 
 def cache_text(summary: Mapping[str, Any]) -> str | None:

@@ -3,9 +3,12 @@
 Every call a provider client makes takes a `slot` first, so all runs of a batch, an optimizer's
 candidates and a serve process's requests share one pace. An alias' `rpm`, `tpm` and
 `max_concurrency` set fixed limits. Without `rpm` the request rate is adaptive (AIMD): unlimited
-until the provider's first 429, then set from what got through (or from `Retry-After`), raised a
-little each second while callers are waiting and calls succeed, and cut by a fifth on a 429 for
-a request sent at the current rate. A `Retry-After` pauses every caller until it has passed.
+until the provider's first 429, then set to what the provider announces in its rate-limit headers
+(`x-ratelimit-limit-requests`, `anthropic-ratelimit-requests-limit`; less 5% headroom) or, without
+them, to what got through in the last second (at least 1 a second) and quadrupled each second
+until the next 429; after that
+raised by 10% a second while callers are waiting and calls succeed (never above the announced
+limit), and cut by a fifth on a 429 for a request sent at the current rate. A `Retry-After` pauses every caller until it has passed.
 Callers are paced (one slot every 1/rate seconds), so retries never go out as a wave.
 """
 
@@ -19,14 +22,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-MIN_RATE = 0.1
-"""Requests per second the adaptive rate never goes below."""
+MIN_RATE = 0.05
+"""Requests per second the adaptive rate never goes below (3 a minute)."""
+FIRST_RATE = 1.0
+"""The least first estimate without an announced limit: the 429s of a first burst come back
+before its answers, so what got through may read 0."""
 DECREASE = 0.8
 """The adaptive rate is multiplied by this on a 429."""
 GROWTH = 0.1
 """Relative growth per second of the adaptive rate while callers wait and calls succeed."""
-PROBE_GROWTH = 0.7
-"""Growth per second until the second 429 (the first estimate is a cautious one): about doubling."""
+PROBE_GROWTH = 1.4
+"""Growth per second until the second 429 (the first estimate is a cautious one): about fourfold."""
+ANNOUNCED_SHARE = 1.0
+"""Share of a provider's announced request limit the adaptive rate aims at (headroom for jitter)."""
 WINDOW_S = 1.0
 """How far back successes count for the first estimate, and how long demand counts as waiting."""
 
@@ -50,14 +58,17 @@ class Slot:
     tokens: int
     """Tokens reserved for the call (an estimate, settled by `succeeded`)."""
 
-    def succeeded(self, tokens: int) -> None:
-        """The call was answered and used `tokens` (prompt plus reply)."""
+    def succeeded(self, tokens: int, announced_rpm: float | None = None) -> None:
+        """The call was answered and used `tokens` (prompt plus reply); `announced_rpm` is the
+        request limit the provider's headers gave, if any."""
         if self.limiter is not None:
+            self.limiter.announce(announced_rpm)
             self.limiter.succeeded(self, tokens)
 
-    def limited(self, retry_after_s: float | None) -> None:
-        """The provider answered 429, maybe saying how long to wait."""
+    def limited(self, retry_after_s: float | None, announced_rpm: float | None = None) -> None:
+        """The provider answered 429, maybe saying how long to wait and what its limit is."""
         if self.limiter is not None:
+            self.limiter.announce(announced_rpm)
             self.limiter.limited(self, retry_after_s)
 
 
@@ -70,6 +81,8 @@ class Limiter:
         self.rate: float | None = None
         """The adaptive request rate (per second); None until the first 429."""
         self.probing = False
+        self.ceiling: float | None = None
+        """What the provider announced (its per-minute request limit), as requests per second to aim at."""
         self.rate_limited = 0
         """429 answers seen."""
         self.waiting = 0
@@ -78,7 +91,9 @@ class Limiter:
         self._lock = threading.Lock()
         self._next_slot = 0.0
         self._paused_until = 0.0
-        self._generation = 0
+        self._line: deque[tuple[asyncio.Future[None], int]] = deque()
+        """Callers waiting for their turn, first come first served."""
+        self._timer: asyncio.TimerHandle | None = None
         self._last_decrease = 0.0
         self._last_growth = 0.0
         self._demand_at = -WINDOW_S
@@ -148,39 +163,90 @@ class Limiter:
                 continue
 
     async def _pace(self, tokens: int) -> float:
-        """Sleep until this caller's slot; returns when it went out (monotonic seconds)."""
-        while True:
-            with self._lock:
-                now = time.monotonic()
-                go, generation = self._reserve(now, tokens)
-            if go <= now:
+        """Wait in line until the pace and the token budget let this call go; returns when it went."""
+        with self._lock:
+            now = time.monotonic()
+            if not self._line and self._ready_at(now, tokens) <= now:
+                self._take(now, tokens)
                 return now
-            await asyncio.sleep(go - now)
-            if generation == self._generation:
-                return time.monotonic()
-            # a Retry-After arrived while waiting: the slot is void, take a new one after the pause
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._line.append((waiter, tokens))
+            if len(self._line) == 1:
+                self._arm()
+        try:
+            await waiter
+        except BaseException:
+            with self._lock:
+                if (waiter, tokens) in self._line:
+                    self._line.remove((waiter, tokens))
+                    self._arm()
+            raise
+        self._demand_at = time.monotonic()
+        return self._demand_at
 
-    def _reserve(self, now: float, tokens: int) -> tuple[float, int]:
+    def _ready_at(self, now: float, tokens: int) -> float:
+        """When a call of `tokens` may go: after any pause, its request slot and its tokens."""
         go = max(now, self._paused_until)
-        rate = self.current_rate()
-        if rate is not None:
+        if self.current_rate() is not None:
             go = max(go, self._next_slot)
-            self._next_slot = go + 1 / rate
         if self.limits.tpm:
-            go = max(go, self._take_tokens(now, tokens))
-        if go > now:
-            self._demand_at = now
-        return go, self._generation
+            self._refill(now)
+            per_s = self.limits.tpm / 60
+            need = min(tokens, per_s)  # a call bigger than the bucket goes when it is full, into debt
+            if self._token_level < need:
+                go = max(go, now + (need - self._token_level) / per_s)
+        return go
 
-    def _take_tokens(self, now: float, tokens: int) -> float:
-        """When `tokens` may go under `tpm` (a big call goes into debt that later callers wait out)."""
+    def _take(self, now: float, tokens: int) -> None:
+        rate = self.current_rate()
+        if rate is not None:  # keep the cadence when a timer fires a little late, never save up slots
+            self._next_slot = max(self._next_slot, now - 0.1 / rate) + 1 / rate
+        if self.limits.tpm:
+            self._token_level -= tokens
+
+    def _refill(self, now: float) -> None:
         assert self.limits.tpm is not None
         per_s = self.limits.tpm / 60
         self._token_level = min(per_s, self._token_level + (now - self._token_stamp) * per_s)
         self._token_stamp = now
-        go = now if self._token_level >= 0 else now - self._token_level / per_s
-        self._token_level -= tokens
-        return go
+
+    def _arm(self) -> None:
+        """Set the timer that lets the head of the line go (again after every change of pace)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        while self._line and self._line[0][0].done():
+            self._line.popleft()
+        if not self._line:
+            return
+        waiter, tokens = self._line[0]
+        now = time.monotonic()
+        try:
+            self._timer = waiter.get_loop().call_later(max(0.0, self._ready_at(now, tokens) - now), self._release)
+        except RuntimeError:  # the waiter's event loop is closed
+            self._line.popleft()
+            self._arm()
+
+    def _release(self) -> None:
+        """Let go every waiter at the head of the line whose time has come, then re-arm."""
+        with self._lock:
+            self._timer = None
+            now = time.monotonic()
+            while self._line:
+                waiter, tokens = self._line[0]
+                if not waiter.done():
+                    if self._ready_at(now, tokens) > now + 0.0005:
+                        break
+                    self._take(now, tokens)
+                    waiter.set_result(None)
+                self._line.popleft()
+            self._arm()
+
+    def announce(self, rpm: float | None) -> None:
+        """The provider's own word on its request limit (per minute): the adaptive rate's first
+        estimate and its ceiling."""
+        if rpm:
+            self.ceiling = rpm / 60 * ANNOUNCED_SHARE
 
     def succeeded(self, slot: Slot, tokens: int) -> None:
         """Settle the token estimate; grow the adaptive rate while callers are waiting."""
@@ -197,6 +263,10 @@ class Limiter:
             self._last_growth = now
             if now - self._demand_at < WINDOW_S:
                 self.rate *= 1 + (PROBE_GROWTH if self.probing else GROWTH) * elapsed
+                if self.ceiling is not None:
+                    self.rate = min(self.rate, self.ceiling)
+                if self._line:
+                    self._arm()
 
     def limited(self, slot: Slot, retry_after_s: float | None) -> None:
         """A 429: pause everyone for `Retry-After`, and slow down unless the rate changed since
@@ -208,19 +278,18 @@ class Limiter:
                 self._token_level += slot.tokens  # not spent
             if retry_after_s and retry_after_s > 0 and now + retry_after_s > self._paused_until:
                 self._paused_until = now + retry_after_s
-                self._next_slot = self._paused_until
-                self._generation += 1
             if self.rate is None:
                 got_through = sum(1 for t in self._successes if t >= now - WINDOW_S) / WINDOW_S
-                hinted = 1 / retry_after_s if retry_after_s and retry_after_s > 0 else 0.0
-                self.rate = max(MIN_RATE, got_through, hinted)
-                self.probing = True
+                self.rate = self.ceiling or max(FIRST_RATE, got_through)
+                self.probing = self.ceiling is None
             elif slot.sent_at >= self._last_decrease:
                 self.rate = max(MIN_RATE, self.rate * DECREASE)
                 self.probing = False
             else:
+                self._arm()
                 return
             self._last_decrease = self._last_growth = now
+            self._arm()
 
     def paused_s(self) -> float:
         """Seconds left of a provider's Retry-After pause (0 when none)."""

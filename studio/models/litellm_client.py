@@ -224,13 +224,14 @@ class LiteLLMModel:
             else:
                 text, calls = choice.message.content or "", _tool_calls(choice.message)
             completion = self._completion(litellm, response, text)
-            slot.succeeded(completion.input_tokens + completion.output_tokens)
+            headers = limit_headers(response)
+            slot.succeeded(completion.input_tokens + completion.output_tokens, announced_rpm(headers))
         return _with(
             completion,
             tool_calls=calls,
             top_logprobs=top_logprobs(getattr(choice, "logprobs", None)),
             waited_s=slot.waited_s,
-            limit_headers=limit_headers(response),
+            limit_headers=headers,
         )
 
     async def _send(self, litellm: Any, request: Request, arguments: dict[str, Any]) -> Any:
@@ -248,7 +249,8 @@ class LiteLLMModel:
         else:
             error = self._error(litellm, err, request, arguments)
         if error.kind == "rate_limit":
-            slot.limited(error.retry_after_s)
+            headers = getattr(err, "litellm_response_headers", None) or {}
+            slot.limited(error.retry_after_s, announced_rpm({str(k): str(v) for k, v in dict(headers).items()}))
         error.waited_s = slot.waited_s
         return error
 
@@ -399,6 +401,22 @@ def limit_headers(response: Any) -> dict[str, str] | None:
         if RATE_LIMIT_HEADER.search(bare):
             found[bare] = str(value)
     return dict(sorted(found.items())) or None
+
+
+ANNOUNCED_LIMITS = ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit")
+"""Headers in which OpenAI- and Anthropic-style providers announce their requests per minute."""
+
+
+def announced_rpm(headers: dict[str, str] | None) -> float | None:
+    """The requests-per-minute limit a provider announced in its headers; None when it did not."""
+    for name in ANNOUNCED_LIMITS:
+        value = (headers or {}).get(name)
+        try:
+            if value is not None and float(value) > 0:
+                return float(value)
+        except ValueError:
+            continue
+    return None
 
 
 @lru_cache(maxsize=256)
