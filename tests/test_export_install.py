@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FLOWS, FLOWSTUDIO, SCRIPTS
+from tests.conftest import FIXTURES, FLOWS, FLOWSTUDIO, ROOT, SCRIPTS
 
 
 @pytest.mark.slow
@@ -66,3 +67,33 @@ def test_export_then_the_printed_install_command_in_a_fresh_venv(tmp_path: Path)
         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert Path(where.stdout.strip()).is_relative_to(tmp_path / "venv"), "flowstudio came from the wheel, not the tree"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_without_the_engine_wheel_the_printed_line_gets_flowstudio_from_the_checkout(tmp_path: Path) -> None:
+    """`--no-engine-wheel` prints a line that resolves where nothing is installed: no index has the
+    checkout's flowstudio, so the line names the checkout (a copy here, so nothing is built in the tree)."""
+    checkout = tmp_path / "checkout"
+    for part in ("studio", "nodes"):
+        shutil.copytree(ROOT / part, checkout / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for part in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / part, checkout / part)
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    exported = subprocess.run(
+        [sys.executable, "-m", "studio", "export", str(FIXTURES / "structural.yaml"), "--out", "out", "--no-engine-wheel"],
+        cwd=tmp_path, capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    (install,) = [line.split(": ", 1)[1] for line in exported.stdout.splitlines() if line.startswith("install it with")]
+    assert install == f"pip install {checkout} ./out"  # `out` alone would be the project of that name on an index
+    # The printed line as pip resolves it with nothing installed (a dry run: no second install).
+    resolve = install.replace("pip install", "--dry-run --ignore-installed --quiet --report report.json", 1)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", *resolve.split()],
+        cwd=tmp_path, capture_output=True, text=True, env={**env, "PYTHONPATH": ""}, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads((tmp_path / "report.json").read_text(encoding="utf-8"))
+    sources = {item["metadata"]["name"]: item["download_info"]["url"] for item in report["install"]}
+    assert sources["flowstudio"] == checkout.as_uri() and sources["structural"] == (tmp_path / "out").as_uri()

@@ -69,4 +69,5 @@ def test_the_readme_examples_run_as_written(tmp_path: Path) -> None:
     assert '"status": "succeeded"' in done.stdout
     assert (tmp_path / "bench" / "flows" / "sentiment.optimized.yaml").is_file()
     assert (tmp_path / "dist" / "ticket-triage" / "pyproject.toml").is_file()
-    assert "install it with: pip install --find-links dist/ticket-triage/wheels dist/ticket-triage" in done.stdout
+    install = "install it with: pip install --find-links dist/ticket-triage/wheels './dist/ticket-triage[local]'"
+    assert f"{install} && flowstudio models install smollm2" in done.stdout  # the flow runs on the embedded model

@@ -122,7 +122,9 @@ def install_command(out: Path, wheel: Path | None, *, extras: Sequence[str] = ()
 
     Without the engine's wheel, flowstudio comes from the source tree this one runs from when there
     is one (no package index has a checkout's version), else from the user's package index."""
-    where = shlex.quote(f"{out}[{','.join(extras)}]" if extras else str(out))
+    # `pip install out` would fetch the project called `out` from an index: name the folder as a path.
+    folder = str(out) if out.is_absolute() or str(out).startswith(("./", "../")) else f"./{out}"
+    where = shlex.quote(f"{folder}[{','.join(extras)}]" if extras else folder)
     if wheel is not None:
         line = f"pip install --find-links {shlex.quote(str(out / WHEELS))} {where}"
     else:
