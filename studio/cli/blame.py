@@ -20,7 +20,7 @@ from studio.cli.common import db_option, friendly, json_option, open_store, pair
     type=click.IntRange(1),
     default=200,
     show_default=True,
-    help="Model calls each failing run may spend on counterfactual re-runs.",
+    help="Model calls the whole blame may spend on counterfactual re-runs, shared evenly by the failing runs.",
 )
 @click.option("--samples", type=click.IntRange(1), default=4, show_default=True, help="Re-samples per candidate node.")
 @click.option(
@@ -65,7 +65,8 @@ def blame(
         raise click.BadParameter(str(error), param_hint="--counterfactuals") from None
     store = open_store(db)
     try:
-        if store.get_experiment(target) is not None:
+        kind, target = _target(store, target)
+        if kind == "experiment":
             failing = lib.failing_of_experiment(store, target, example)
         else:
             if example is not None:
@@ -78,10 +79,35 @@ def blame(
     finally:
         store.close()
     result = {"blame_id": saved, **lib.summary(blames, target)}
+    if len(blames) < len(failing):
+        click.echo(
+            f"note: --budget-calls {budget_calls} reached {len(blames)} of the {len(failing)} failing examples; "
+            "give more calls to blame the rest",
+            err=True,
+        )
     if as_json:
         print_json(result)
     else:
         show_blame(result)
+
+
+def _target(store: Any, given: str) -> tuple[str, str]:
+    """("experiment" | "run", the whole id) that `given` is or uniquely begins (exit 2 otherwise)."""
+    from studio.errors import InputError
+    from studio.store.base import resolve_id
+
+    experiments = store.ids_with_prefix("experiment", given, limit=4)
+    runs = store.ids_with_prefix("run", given, limit=4)
+    if given in experiments or (experiments and not runs):
+        return "experiment", resolve_id(store, "experiment", given)
+    if given in runs or (runs and not experiments):
+        return "run", resolve_id(store, "run", given)
+    if not runs:
+        raise InputError(f"no experiment or run {given!r} in {store.path} (nor one whose id begins so)", field="TARGET")
+    shown = ", ".join([*experiments, *runs][:3])
+    raise InputError(
+        f"{given!r} begins more than one experiment or run id ({shown}, ...); give more characters", field="TARGET"
+    )
 
 
 def show_blame(result: dict[str, Any]) -> None:

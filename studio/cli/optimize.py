@@ -36,7 +36,12 @@ terminal still says what the search did); the rest only update the progress bar'
     metavar="NAME",
     help="exact, contains, f1, regex, json_match, llm_judge, or module:function.",
 )
-@click.option("--budget-calls", required=True, type=click.IntRange(1), help="Most model calls the search may make.")
+@click.option(
+    "--budget-calls",
+    required=True,
+    type=click.IntRange(1),
+    help="Most model calls the search may make; scoring --test afterwards is counted apart, on the same line.",
+)
 @click.option("--budget-usd", type=float, default=None, help="Most USD the search may spend (one call may cross it).")
 @click.option(
     "--proposer",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from studio.errors import FlowError, InputError, NodeError
@@ -167,7 +167,8 @@ class BlameOptions:
     samples: int = DEFAULT_SAMPLES
     """Counterfactual re-runs per candidate node (doubled when none flips)."""
     budget_calls: int = DEFAULT_BUDGET_CALLS
-    """Model calls one failing run may spend; candidates are sampled in turn until it is spent."""
+    """Model calls one failing run may spend (`blame_all`: all of them together); candidates are
+    sampled in turn until it is spent (the last counterfactual may cross it by its own calls)."""
     temperature: float = TEMPERATURE
     """Sampling temperature of the re-sampled node."""
     counterfactuals: tuple[str, ...] = (RESAMPLE,)
@@ -481,16 +482,24 @@ def _scorer(metric: Any, row: dict[str, Any]) -> Score:
 
 
 async def blame_all(store: Store, failing: list[Failing], options: BlameOptions | None = None) -> list[RunBlame]:
-    """Blame each failing run in turn (each within its own call budget)."""
+    """Blame each failing run in turn, within one call budget for them all (`options.budget_calls`):
+    each run gets an even share of what is left, and the runs no share reaches are not blamed."""
+    options = options or BlameOptions()
     blames: list[RunBlame] = []
     plans: dict[str, Plan] = {}
-    for item in failing:
+    spent = 0
+    for index, item in enumerate(failing):
+        share = (options.budget_calls - spent) // (len(failing) - index)
+        if share < 1:
+            break
         key = item.record.flow_hash + repr(sorted(item.record.options.get("models", {}).items()))
         if key not in plans:
             plans[key] = run_plan(store, item.record)
-        blame = await blame_run(store, item.record, item.score, options, plan=plans[key], good_runs=item.good_runs)
+        own = replace(options, budget_calls=share)
+        blame = await blame_run(store, item.record, item.score, own, plan=plans[key], good_runs=item.good_runs)
         blame.example = item.example
         blames.append(blame)
+        spent += blame.calls
     return blames
 
 

@@ -197,10 +197,12 @@ def check_metric(metric: Metric, datasets: list[Dataset]) -> None:
         )
 
 
-def needed_calls(plan: Plan, dev: int, minibatch: int) -> int:
-    """Calls to evaluate the flow on the dev set and one candidate on the first minibatch."""
+def needed_calls(plan: Plan, dev: int, asks: int = 0) -> int:
+    """The smallest budget that tries a candidate: the flow on the dev set (the score before), then
+    the first round's `asks` to the proposer and one candidate on all of dev (where a race ends).
+    The search keeps that much back until its first race (`Search.spare`)."""
     per, once = calls_per_example(plan), overhead_calls(plan)
-    return math.ceil(per * dev) + once + math.ceil(per * min(minibatch, dev)) + once
+    return 2 * (math.ceil(per * dev) + once) + asks
 
 
 def prepare(options: OptimizeOptions) -> Prepared:
@@ -234,12 +236,14 @@ def prepare(options: OptimizeOptions) -> Prepared:
     metric = resolve_metric(options.metric, expect=dev.expect, plan=plan, judge=options.judge, rubric=options.rubric)
     check_metric(metric, [train, dev])
     proposer = _proposer_alias(options, plan)
-    needed = needed_calls(plan, len(dev.examples), options.minibatch)
+    asks = options.settings().proposals * len(tunable_nodes(flow)) if proposer else 0
+    needed = needed_calls(plan, len(dev.examples), asks)
     if options.budget_calls < needed:
+        proposals = f", {asks} proposals" if asks else ""
         raise InputError(
-            f"--budget-calls {options.budget_calls} is too small: evaluating the flow on the {len(dev.examples)} dev "
-            f"examples and one candidate on a minibatch of {min(options.minibatch, len(dev.examples))} needs about "
-            f"{needed} calls",
+            f"a budget of {options.budget_calls} calls is too small to try even one candidate: the flow on the "
+            f"{len(dev.examples)} dev examples{proposals} and one candidate on all of them need about {needed} "
+            f"calls; give --budget-calls {needed} or more",
             field="--budget-calls",
         )
     if options.budget_usd is not None and options.budget_usd <= 0:

@@ -161,9 +161,11 @@ def show(report: dict[str, Any], console: Any = None) -> None:
             f"{side['calls_per_example']:.2f}",
         )
     console.print(table)
+    tested = report.get("report_calls") or 0
+    apart = f"; scoring --test: {tested} calls more, outside the budget" if tested else ""
     console.print(
         f"search: {report['calls']} calls, {report['tokens']} tokens, ${report['cost_usd']:.6f} "
-        f"(budget {report['budget']['calls']} calls); stopped: {report['stopped']}",
+        f"(budget {report['budget']['calls']} calls){apart}; stopped: {report['stopped']}",
         highlight=False,
         soft_wrap=True,
     )

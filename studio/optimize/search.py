@@ -164,6 +164,8 @@ class Search:
         self.joint: joint.JointPool | None = None
         """Good runs that give every tunable node its demos at once (`joint`), on multi-node flows."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
+        self.first_raced = False
+        """Whether a round has raced yet: until then the phases before it leave its price (`spare`)."""
 
     @property
     def failing(self) -> list[tuple[Example, str]]:
@@ -207,6 +209,17 @@ class Search:
             alive = math.ceil(alive / self.settings.eta)
             total += math.ceil(alive * dearest * (size - before))
         return total
+
+    def spare(self) -> int | None:
+        """Calls the phases before the first race may share (None: no call limit): what is left less
+        that race's price, its proposals and one candidate on all of dev, so a budget `prepare`
+        accepts (`first_race_calls`) always tries a candidate."""
+        remaining = self.meter.remaining
+        if remaining is None or self.first_raced:
+            return remaining
+        assert self.best.plan is not None
+        asks = self.settings.proposals * len(tunable_nodes(self.flow)) if self.proposer_alias else 0
+        return max(0, remaining - self.race_cost([self.best]) - overhead_calls(self.best.plan) - asks)
 
     def affordable(self, calls: int) -> bool:
         remaining = self.meter.remaining
@@ -286,7 +299,7 @@ class Search:
     def _bootstrap_size(self) -> int:
         """Train examples a bootstrap runs: the setting, at most a fifth of the remaining budget."""
         per = max(self.best.calls_per_example, 1.0)
-        remaining = self.meter.remaining
+        remaining = self.spare()
         affordable = len(self.train.examples) if remaining is None else int(0.2 * remaining / per)
         return min(self.settings.bootstrap, len(self.train.examples), affordable)
 
@@ -331,7 +344,7 @@ class Search:
             return
         if self.searched is not None and len(self.searched.found) == len(self.searched.groups):
             return  # every inner node has searched demos, raced first: the budget goes to the race
-        remaining = self.meter.remaining
+        remaining = self.spare()
         share = BLAME_CALLS if remaining is None else min(BLAME_CALLS, remaining // 10)
         runs = self.failing[:BLAME_RUNS]
         if share < len(runs):
@@ -359,7 +372,7 @@ class Search:
         }
         if not nodes or not self.failing:
             return
-        remaining = self.meter.remaining
+        remaining = self.spare()
         share = SEARCH_CALLS if remaining is None else min(SEARCH_CALLS, remaining // 4)
         self._emit(
             "search demos", message=f"searching {len(self.failing)} failing runs for demos of {', '.join(nodes)}"
@@ -411,6 +424,7 @@ class Search:
         if not self.affordable(self.race_cost([racing[0][0]])):
             self.stopped = "the budget left is too small for another race"
             return False
+        self.first_raced = True
         for candidate, move in racing:
             candidate.id = f"c{len(self.candidates)}"
             self._add(candidate)
