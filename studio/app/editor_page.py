@@ -26,6 +26,8 @@ POLL_S = 0.4
 REDRAW_LEAST_S = 0.1
 """...and as soon as the run changes (a status, a streamed token), but not more often than this."""
 INSPECTOR, FLOW, PLAYGROUND = "Inspector", "Flow", "Playground"
+PICKER_PX = 210
+"""The flow picker's width in the toolbar (a longer name shows whole in its list)."""
 CANVAS_LEAST_PX = 480
 """The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
@@ -63,7 +65,7 @@ def _create(folder: Path, name: str, start: Path | None) -> Path:
 
 
 def _new_flow_form(folder: Path, files: list[Path]) -> None:
-    with st.popover("New flow", icon=":material/add:", width="stretch"):
+    with st.popover("New flow", icon=":material/add:"):
         created = st.session_state.get("flows_created", 0)
         name = st.text_input("Name", value=_free_name(folder), key=f"new_flow_name_{created}")
         choices: list[Path | None] = [None, *files]
@@ -115,6 +117,7 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
         format_func=lambda p: str(p.relative_to(folder)),
         key="editor_flow",
         label_visibility="collapsed",
+        width=PICKER_PX,
     )
     st.session_state[LINKED] = st.query_params["flow"] = str(path.relative_to(folder))
     editors = _editors()
@@ -200,13 +203,13 @@ def _apply_text(editor: Editor, text: str) -> None:
     st.rerun()
 
 
-def _code_editor(editor: Editor) -> None:
-    """The kept code-editor component (Ace): line numbers, each problem marked at its line, Apply (Ctrl+Enter)."""
+def _code_editor(editor: Editor) -> bool:
+    """The kept code-editor component (Ace): line numbers, each problem marked at its line, Apply
+    (Ctrl+Enter); False where it is not installed."""
     try:
         from code_editor import code_editor  # type: ignore[import-untyped]
     except ImportError:  # an install without the studio extra's newer pins: the plain text area below stays
-        st.caption("The code editor needs `pip install streamlit-code-editor`.")
-        return
+        return False
 
     annotations = [
         {"row": line - 1, "column": 0, "type": "error", "text": problem.message}
@@ -218,7 +221,7 @@ def _code_editor(editor: Editor) -> None:
     reply = code_editor(
         editor.flow.text,
         lang="yaml",
-        height=[12, 40],
+        height=[20, 60],
         buttons=[apply],
         props={"annotations": annotations, "showPrintMargin": False},
         options={"showLineNumbers": True, "tabSize": 2, "useSoftTabs": True},
@@ -226,20 +229,22 @@ def _code_editor(editor: Editor) -> None:
     )
     if reply.get("type") == "submit" and reply.get("text") not in (None, editor.flow.text):
         _apply_text(editor, str(reply["text"]))
+    return True
 
 
 def _yaml_tab(editor: Editor) -> None:
-    st.caption(f"{editor.path.name}, exactly as Save writes it.")
+    """The file once, as Save writes it, in an editor (Apply: Ctrl+Enter); its problems by line above it."""
+    st.caption(f"{editor.path.name}, exactly as Save writes it. Edit it here and Apply (Ctrl+Enter).")
     for problem in editor.problems:
         line = _problem_line(problem.where)
         st.error(f"line {line}: {problem.message}" if line else problem.message, icon=":material/error:")
-    st.code(editor.flow.text, language="yaml", line_numbers=True)
-    with st.expander("Edit the YAML", expanded=bool(editor.problems)):
-        _code_editor(editor)
-        with st.popover("Plain text"):
-            text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
-            if st.button("Apply YAML", key="editor_apply_yaml"):
-                _apply_text(editor, text)
+    if not _code_editor(editor):
+        st.caption("The code editor needs `pip install streamlit-code-editor`; the file is shown read-only.")
+        st.code(editor.flow.text, language="yaml", line_numbers=True)
+    with st.popover("Plain text"):
+        text = st.text_area("YAML", value=editor.flow.text, height=400, key=f"yaml-{editor.path}-{editor.version}")
+        if st.button("Apply YAML", key="editor_apply_yaml"):
+            _apply_text(editor, text)
 
 
 PAGE_STYLE = """
@@ -247,21 +252,23 @@ PAGE_STYLE = """
 .block-container { padding-top: 3.3rem; padding-bottom: 0; padding-left: 1.25rem; padding-right: 1.25rem; }
 .st-key-editor_toolbar { gap: 0.5rem; }
 .st-key-editor_inspector { max-height: calc(100vh - 8.5rem); overflow-y: auto; padding-right: 0.25rem; }
+.st-key-editor_toolbar h4 { padding: 0; white-space: nowrap; }
+.st-key-editor_status { min-width: 6rem; }
+[data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .st-key-editor_inspector) { flex-wrap: nowrap; }
+[data-testid="stColumn"]:has(.st-key-editor_inspector) { min-width: 300px; }
 </style>
 """
 """Fixed text: the Editor uses the whole window (the canvas fills it below one toolbar row)."""
 
 
 def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
-    """One row: title, flow, new, save, run, status, view, inspector; returns what the page needs below it."""
+    """One row: title, flow, new, save, run, status, view, inspector; returns what the page needs below it.
+    Each takes the width its words need (a narrow window wraps the row rather than cutting a word)."""
     files = flow_files(folder)
-    with st.container(key="editor_toolbar"):
-        cells = st.columns([0.8, 2.2, 1.1, 0.9, 0.8, 2.0, 1.5, 1.2], vertical_alignment="center")
-        cells[0].markdown("#### Editor")
-        with cells[1]:
-            editor = _pick(folder, files)
-        with cells[2]:
-            _new_flow_form(folder, files)
+    with st.container(key="editor_toolbar", horizontal=True, vertical_alignment="center", gap="small"):
+        st.markdown("#### Editor", width="content")
+        editor = _pick(folder, files)
+        _new_flow_form(folder, files)
         if editor is None:
             return None, None, "Canvas", False
         before = editor.selected
@@ -270,20 +277,16 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
             _bring_inspector_forward(editor)
         if editor.open_request is not None:
             _open_subflow(editor, files)
-        with cells[3]:
-            _save_button(editor)
-        with cells[4]:
-            _run_button(editor)
-        with cells[5]:
+        _save_button(editor)
+        _run_button(editor)
+        with st.container(width="stretch", key="editor_status"):
             current = _run_status(editor)
-        with cells[6]:
-            view = st.segmented_control(
-                "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
-            )
-        with cells[7]:
-            inspector = st.toggle(
-                "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
-            )
+        view = st.segmented_control(
+            "View", ["Canvas", "YAML"], default="Canvas", key="editor_view", label_visibility="collapsed"
+        )
+        inspector = st.toggle(
+            "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
+        )
     return editor, current, view or "Canvas", inspector
 
 

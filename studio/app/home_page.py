@@ -1,5 +1,5 @@
-"""Home: the folder's flows as cards (open, run, duplicate), a new flow, and the way to runs,
-traces and experiments."""
+"""Home: the folder's flows as cards (open, run, duplicate), the demo flow first and sub-flows
+apart, and a new flow. The other pages are in the navigation bar above (shown once)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from studio.app.editor_page import EMPTY, _create, _free_name
-from studio.app.nav import editor_page, experiments_page, run_page, runs_page, trace_page
+from studio.app.nav import editor_page, run_page, trace_page
 from studio.app.run_page import flow_files
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge
@@ -16,6 +16,8 @@ from studio.errors import FlowError
 from studio.viewer.home import FlowCard, flow_card
 
 COLUMNS = 3
+DEMO_FLOW = "ticket-triage.yaml"
+"""The flow `flowstudio demo` runs: first on Home, where someone new starts."""
 
 
 def _open(path: Path) -> None:
@@ -23,12 +25,11 @@ def _open(path: Path) -> None:
     st.switch_page(editor_page())
 
 
-def _links() -> None:
-    cells = st.columns(4)
-    cells[0].page_link(runs_page(), label="Runs", icon=":material/list:")
-    cells[1].page_link(trace_page(), label="Traces", icon=":material/account_tree:")
-    cells[2].page_link(experiments_page(), label="Experiments", icon=":material/science:")
-    cells[3].page_link(editor_page(), label="Editor", icon=":material/edit:")
+def demo_first(folder: Path, files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(top-level flows with the demo flow first, sub-flows: those in subfolders such as parts/)."""
+    top = [f for f in files if f.parent == folder]
+    top.sort(key=lambda f: f.name != DEMO_FLOW)
+    return top, [f for f in files if f.parent != folder]
 
 
 def _new_flow(folder: Path, files: list[Path]) -> None:
@@ -65,34 +66,42 @@ def _card(card: FlowCard, folder: Path, number: int) -> None:
             st.markdown(f"Last run: {badge(card.last_status or '')} {card.last_started} UTC")
         else:
             st.caption("Not run yet.")
-        open_cell, run_cell, copy_cell, trace_cell = st.columns(4)
-        if open_cell.button("Open", key=f"card_open_{number}", icon=":material/edit:", width="stretch"):
-            _open(card.path)
-        if run_cell.button("Run", key=f"card_run_{number}", icon=":material/play_arrow:", width="stretch"):
-            st.session_state["run_flow"] = card.path
-            st.switch_page(run_page())
-        if copy_cell.button("Copy", key=f"card_copy_{number}", icon=":material/content_copy:", width="stretch"):
-            _open(_create(card.path.parent, _free_name(card.path.parent), card.path))
-        if card.last_run_id:
-            trace_cell.page_link(trace_page(), label="Trace", query_params={"run": card.last_run_id})
+        with st.container(horizontal=True, vertical_alignment="center"):  # words whole: a narrow card wraps them
+            if st.button("Open", key=f"card_open_{number}", icon=":material/edit:"):
+                _open(card.path)
+            if st.button("Run", key=f"card_run_{number}", icon=":material/play_arrow:"):
+                st.session_state["run_flow"] = card.path
+                st.switch_page(run_page())
+            if st.button("Copy", key=f"card_copy_{number}", icon=":material/content_copy:"):
+                _open(_create(card.path.parent, _free_name(card.path.parent), card.path))
+            if card.last_run_id:
+                st.page_link(trace_page(), label="Trace", query_params={"run": card.last_run_id})
+
+
+def _cards(folder: Path, files: list[Path], first: int) -> None:
+    with open_store() as store:
+        cards = [flow_card(path, store) for path in files]
+    for start in range(0, len(cards), COLUMNS):
+        for cell, (number, card) in zip(
+            st.columns(COLUMNS), enumerate(cards[start : start + COLUMNS], first + start), strict=False
+        ):
+            with cell:
+                _card(card, folder, number)
 
 
 def render() -> None:
-    """Links to the other pages, a new flow, and a card per flow of the folder."""
+    """A new flow, a card per top-level flow of the folder (the demo first), then its sub-flows."""
     st.title("Flowstudio")
-    _links()
     folder = settings().flows_dir
     files = flow_files(folder)
     _new_flow(folder, files)
     if not files:
         st.info(f"No flow files in {folder} yet: create one above.")
         return
-    with open_store() as store:
-        cards = [flow_card(path, store) for path in files]
+    top, parts = demo_first(folder, files)
     st.subheader(f"Flows in {folder.name or folder}")
-    for start in range(0, len(cards), COLUMNS):
-        for cell, (number, card) in zip(
-            st.columns(COLUMNS), enumerate(cards[start : start + COLUMNS], start), strict=False
-        ):
-            with cell:
-                _card(card, folder, number)
+    _cards(folder, top, 0)
+    if parts:
+        st.subheader("Sub-flows")
+        st.caption("Flows in subfolders, which other flows call (a `flow.call` node).")
+        _cards(folder, parts, len(top))

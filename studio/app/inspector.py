@@ -188,7 +188,7 @@ def _prompt_editor(field: Field, value: str, variables: list[str], key: str) -> 
     reply = code_editor(
         value,
         lang="django",
-        height=[6, 24],
+        height=[4, 24],
         response_mode="blur",
         completions=completions,
         options={"wrap": True, "showLineNumbers": False, "showGutter": False},
@@ -206,7 +206,7 @@ def _prompt_editor(field: Field, value: str, variables: list[str], key: str) -> 
 def _node_form(editor: Editor, node_id: str, spec: Mapping[str, Any]) -> None:
     """An LLM node opens on its prompt, then its model and required fields, then Apply; the rest folds
     away, so Apply is within reach; other nodes show their config, then Apply."""
-    st.subheader(node_id)
+    st.markdown(f"#### {node_id}")
     st.caption(str(spec.get("type")))
     config = dict(spec.get("config") or {})
     fields = config_fields(str(spec.get("type")))

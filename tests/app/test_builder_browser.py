@@ -121,7 +121,7 @@ def test_the_canvas_fills_the_window_below_one_toolbar_and_panels_collapse(page:
     assert box["y"] < 125 and box["y"] + box["height"] >= HEIGHT - 40, box  # one toolbar row above, down to the bottom
     assert page.evaluate("document.scrollingElement.scrollHeight") <= HEIGHT + 1  # nothing below the fold
     frame = canvas(page)
-    for control in ("canvas-fit", "canvas-undo", "canvas-save", "palette-toggle"):
+    for control in ("canvas-fit", "canvas-undo", "palette-toggle"):
         assert inside_window(frame.get_by_test_id(control).bounding_box()), control
     assert inside_window(frame.locator(".react-flow__controls").bounding_box())
     for button in ("Save", "Run", "New flow"):

@@ -195,7 +195,7 @@ def test_inspector_edit_changes_only_the_prompt_and_the_yaml_view_shows_it(page:
     fill_prompt(page, "Summarise in one sentence:\n\n{{ article }}")
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("radio", name="YAML").click()
-    code = page.get_by_test_id("stCode")
+    code = page.frame_locator("iframe[title*='code_editor']").locator(".ace_content")  # the file, once
     sync_api.expect(code).to_contain_text("Summarise in one sentence:", timeout=WAIT_MS)
     _save(page, path)
     after = path.read_text(encoding="utf-8")

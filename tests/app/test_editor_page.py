@@ -101,7 +101,7 @@ def test_every_node_type_added_fresh_opens_a_whole_inspector_whose_apply_changes
         node_id = editor.add_node(node_type)
         page.run()
         assert not page.exception, (node_type, page.exception)
-        assert [h.value for h in page.subheader] == [node_id]
+        assert f"#### {node_id}" in [m.value for m in page.markdown]
         before = editor.flow.text
         next(b for b in page.button if b.label == "Apply").click().run()
         assert not page.exception, (node_type, page.exception)

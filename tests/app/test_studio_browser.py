@@ -89,6 +89,8 @@ def add(page: Any, node_type: str) -> None:
     """Click `node_type` in the palette and wait for its Inspector (the new node is selected)."""
     root = canvas(page).get_by_test_id("canvas-root")
     count = int(root.get_attribute("data-nodes") or 0)
+    if canvas(page).get_by_test_id("palette-search").count() == 0:  # a narrow window starts with it closed
+        canvas(page).get_by_test_id("palette-toggle").click()
     canvas(page).get_by_test_id(f"palette-item-{node_type}").click()
     sync_api.expect(root).to_have_attribute("data-nodes", str(count + 1), timeout=WAIT_MS)
     confirmed(page)
@@ -117,7 +119,7 @@ def test_an_llm_node_opens_on_its_prompt_with_completions_and_apply_in_reach(pag
     model = inspector.get_by_test_id("stSelectbox").first
     sync_api.expect(prompt).to_be_visible(timeout=WAIT_MS)
     assert prompt.bounding_box()["y"] < model.bounding_box()["y"]  # the prompt comes first
-    assert prompt.bounding_box()["height"] >= 120  # a large editor, not a one-line box
+    assert prompt.bounding_box()["height"] >= 100  # a large editor, not a one-line box
     apply = inspector.get_by_role("button", name="Apply", exact=True)
     box = apply.bounding_box()
     assert box is not None and box["y"] + box["height"] <= HEIGHT, box  # no scrolling to reach it
@@ -195,4 +197,94 @@ def test_the_playground_tells_the_truth_with_one_run_button(browser: Any, server
         sync_api.expect(preview).to_have_text(STREAMED, timeout=WAIT_MS)
     finally:
         shot(page, "end-truth")
+        page.close()
+
+
+NODES_OFF_SCREEN = """rf => {
+  const pane = rf.getBoundingClientRect();
+  return [...rf.querySelectorAll('.react-flow__node')].filter(n => {
+    const box = n.getBoundingClientRect();
+    return box.left < pane.left - 1 || box.top < pane.top - 1 || box.right > pane.right + 1 || box.bottom > pane.bottom + 1;
+  }).map(n => n.dataset.id);
+}"""
+"""The ids of the cards not wholly inside the canvas pane."""
+CUT_TEXT = """root => [...root.querySelectorAll('*')]
+  .filter(e => e.offsetParent !== null && [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()))
+  .filter(e => {
+    const lines = document.createRange(); lines.selectNodeContents(e);
+    const rects = [...lines.getClientRects()].filter(r => r.width > 0);
+    return e.scrollWidth > e.clientWidth + 1 || new Set(rects.map(r => Math.round(r.top))).size > 1;
+  })
+  .map(e => e.innerText.trim())"""
+"""Texts on screen cut by their box or broken over lines ("Edito / r", "S...")."""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (1024, 768)])
+def test_the_editor_fits_the_window_with_one_save_and_the_yaml_once(
+    browser: Any, server: str, width: int, height: int
+) -> None:
+    page = _editor(browser, server, width, height)
+    try:
+        new_flow(page)
+        add(page, "llm.generate")
+        sync_api.expect(page.locator(PROMPT_EDITOR)).to_be_visible(timeout=WAIT_MS)
+        page.wait_for_timeout(800)  # the editor and canvas finish drawing
+        shot(page, f"editor-llm-generate-{width}x{height}")
+        toolbar = page.locator(".st-key-editor_toolbar")
+        assert toolbar.evaluate(CUT_TEXT) == []
+        for name in ("Editor",):
+            box = page.get_by_role("heading", name=name).bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
+        apply = panel(page).get_by_role("button", name="Apply", exact=True).bounding_box()
+        assert apply is not None and apply["y"] + apply["height"] <= height, apply  # Apply in reach
+        for button in ("Save", "Run", "New flow"):
+            box = page.get_by_role("button", name=button, exact=True).bounding_box()
+            assert box is not None and box["x"] + box["width"] <= width and box["y"] + box["height"] <= height, button
+        assert page.get_by_role("button", name="Save", exact=True).count() == 1
+        assert canvas(page).get_by_role("button", name="Save").count() == 0  # one Save button
+        page.get_by_role("radio", name="YAML").click()
+        sync_api.expect(page.locator("iframe[title*='code_editor']")).to_have_count(1, timeout=WAIT_MS)
+        assert page.get_by_test_id("stCode").count() == 0  # the file once, in its editor
+        shot(page, f"yaml-{width}x{height}")
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (1024, 768)])
+def test_the_demo_flow_opens_whole(browser: Any, server: str, width: int, height: int) -> None:
+    page = _editor(browser, server, width, height, flow="ticket-triage.yaml")
+    try:
+        sync_api.expect(canvas(page).get_by_test_id("node-classify")).to_be_visible(timeout=WAIT_MS)
+        page.wait_for_timeout(800)  # the opening view is set once the nodes are measured
+        shot(page, f"demo-{width}x{height}")
+        assert canvas(page).locator(".react-flow").evaluate(NODES_OFF_SCREEN) == []
+        assert page.locator(".st-key-editor_toolbar").evaluate(CUT_TEXT) == []
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (1024, 768)])
+def test_home_shows_navigation_once_the_demo_first_and_sub_flows_apart(
+    browser: Any, server: str, width: int, height: int
+) -> None:
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(server)
+        cards = page.locator("[class*='st-key-flow_card_']")
+        sync_api.expect(cards.first).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(cards.first).to_contain_text("ticket-triage")  # the demo flow first
+        for link in ("Runs", "Traces", "Experiments"):
+            sync_api.expect(page.get_by_role("link", name=link, exact=True)).to_have_count(1)  # navigation once
+        parts = page.get_by_role("heading", name="Sub-flows")
+        sync_api.expect(parts).to_be_visible()
+        below = parts.bounding_box()["y"]
+        for name in ("summarise-one", "critique-revise"):
+            card = cards.filter(has_text=f"parts/{name}.yaml")
+            assert card.bounding_box()["y"] > below, name
+        for name in ("ticket-triage", "headline"):
+            assert cards.filter(has_text=f"{name}.yaml").first.bounding_box()["y"] < below, name
+        page.wait_for_timeout(500)
+        shot(page, f"home-{width}x{height}")
+        assert cards.first.evaluate(CUT_TEXT) == []  # Open, Run, Copy in words
+    finally:
         page.close()

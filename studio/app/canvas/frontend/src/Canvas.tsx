@@ -42,6 +42,8 @@ const MINIMAP_STYLE = { width: 150, height: 100 };
 const MENU_SIZE = { width: 200, height: 170 };
 /** How far a pasted or duplicated node lands from its original. */
 const COPY_OFFSET = 40;
+/** The node list starts open in a canvas at least this wide (a 1024 px window's is not: the flow gets its room). */
+const PALETTE_OPENS_FROM = 800;
 const NEW_NODE_OFFSET = { x: 110, y: 40 };
 const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25, minZoom: MIN_ZOOM };
 
@@ -246,7 +248,7 @@ function Editor({ graph, queue, dark }: Props) {
     setMenu({ node: node.data.node, x: x + MENU_SIZE.width > width ? x - MENU_SIZE.width : x, y: y + MENU_SIZE.height > height ? y - MENU_SIZE.height : y });
   }, []);
   const nodeActions = useMemo(() => ({ openFlow: (path: string) => queue.push({ kind: "open_flow", path }) }), [queue]);
-  const [paletteOpen, setPaletteOpen] = useState(true);
+  const [paletteOpen, setPaletteOpen] = useState(() => window.innerWidth >= PALETTE_OPENS_FROM);
 
   return (
     <NodeActionsContext.Provider value={nodeActions}>
@@ -264,7 +266,6 @@ function Editor({ graph, queue, dark }: Props) {
         <Toolbar
           paletteOpen={paletteOpen}
           onTogglePalette={() => setPaletteOpen((open) => !open)}
-          onSave={actions.onSave}
           canUndo={graph.can_undo}
           canRedo={graph.can_redo}
           canDelete={canDelete}

@@ -1,11 +1,10 @@
-/** Show/hide the node list, undo, redo, delete, fit and save, above the canvas. */
+/** Show/hide the node list, undo, redo, delete and fit, above the canvas (Save is the page's, one button; Ctrl/Cmd+S here too). */
 
 import { memo } from "react";
 
 export interface ToolbarProps {
   paletteOpen: boolean;
   onTogglePalette: () => void;
-  onSave: () => void;
   canUndo: boolean;
   canRedo: boolean;
   canDelete: boolean;
@@ -38,9 +37,6 @@ function ToolbarView(props: ToolbarProps) {
       </button>
       <button type="button" data-testid="canvas-fit" onClick={props.onFit} title="Fit the flow in view">
         Fit
-      </button>
-      <button type="button" data-testid="canvas-save" onClick={props.onSave} title="Save the flow (Ctrl/Cmd+S)">
-        Save
       </button>
     </div>
   );
