@@ -185,9 +185,11 @@ def _terminate(pid: int) -> None:
 
 
 def _cancel_in_flight(store: Store, experiment_id: str) -> None:
-    """End the experiment's runs still marked `running`: their process is gone, they will not finish."""
-    for run in store.query_runs(RunFilter(experiment_id=experiment_id, status="running"), limit=10_000):
-        store.finish_run(run.run_id, status="cancelled", outputs=None, error=STOPPED_ERROR)
+    """End the experiment's runs still marked `running`: their process is gone, they will not finish
+    (so the store reads them `interrupted`)."""
+    for status in ("running", "interrupted"):
+        for run in store.query_runs(RunFilter(experiment_id=experiment_id, status=status), limit=10_000):
+            store.finish_run(run.run_id, status="cancelled", outputs=None, error=STOPPED_ERROR)
 
 
 def progress(experiment: ExperimentRecord) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from studio.app.widgets import runs_table
 from studio.viewer import PAGE_SIZE, day_filter, page_count, run_rows
 
 ANY = "(any)"
-STATUSES = ["succeeded", "failed", "waiting", "running"]
+STATUSES = ["succeeded", "failed", "waiting", "running", "interrupted"]
 
 
 def _days(picked: object) -> tuple[dt.date | None, dt.date | None]:

@@ -81,7 +81,7 @@ def example_table(experiment: ExperimentRecord, runs: list[RunRecord]) -> list[d
     return sorted(rows, key=_rank)
 
 
-UNFINISHED = ("running", "cancelled")
+UNFINISHED = ("running", "cancelled", "interrupted")
 """Run statuses that are no example's result (a stopped batch's runs in flight end `cancelled`)."""
 
 
