@@ -440,9 +440,10 @@ def _test_script(path: str | Path | None) -> str:
     if path is None:
         return DEFAULT_TEST_SCRIPT
     from studio.flow.spec import ModelSpec
-    from studio.models.scripted import from_spec
+    from studio.models.scripted import from_spec, trust_user_models
 
     script = Path(path)
+    trust_user_models([f"scripted/{script.resolve()}"])  # --test-script is the user's own path
     try:
         from_spec(ModelSpec(model=f"scripted/{script.resolve()}"), Path.cwd())
         return script.read_text(encoding="utf-8")
@@ -608,7 +609,7 @@ def _readme(flow: Flow, plan: Plan, spec: Package, distribution: str, embedded: 
             else []
         ),
         f"Exported with `--no-engine-wheel` there is no `wheels/`: `flowstudio>={spec.version}` then comes from",
-        "your package index, or name its source beside the package (`pip install PATH/TO/flowstudio .`).",
+        f"your package index, or name its source beside the package (`pip install PATH/TO/flowstudio {target}`).",
         "",
         "## Python",
         "",

@@ -27,7 +27,9 @@ def _request(kwargs: dict[str, Any]) -> Request:
 
 def _client(provider: str, model: str) -> ModelClient:
     from studio.models import client_for
+    from studio.models.scripted import trust_user_models
 
+    trust_user_models([f"{provider}/{model}"])  # the calling program's own path, as with --model
     return client_for(ModelSpec(model=f"{provider}/{model}"), Path.cwd())
 
 

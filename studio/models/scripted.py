@@ -12,7 +12,6 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,8 +26,9 @@ from studio.models.base import Completion, ModelError, Request, TokenSink
 from studio.models.capabilities import Capabilities, scripted
 
 LEDGER_ENV = "FLOWSTUDIO_SCRIPTED_LEDGER"
-_USER_SCRIPTS: ContextVar[frozenset[str]] = ContextVar("flowstudio_user_scripts", default=frozenset())
-"""The `scripted/PATH` names the user gave as overrides (see `trust_user_models`)."""
+_USER_SCRIPTS: set[str] = set()
+"""The `scripted/PATH` names the user gave as overrides (see `trust_user_models`): process-wide,
+since a compiled plan is cached and reused outside the context that compiled it."""
 _RULES = TypeAdapter(list[ScriptRule])
 
 
@@ -184,13 +184,12 @@ def trust_user_models(models: Iterable[str]) -> None:
     call: they are the user's own paths, found from the current folder too. Every other one (a
     flow file's, a server client's) is resolved under the project root only."""
     names = {model.removeprefix("scripted/") for model in models if model.startswith("scripted/")}
-    if names:
-        _USER_SCRIPTS.set(_USER_SCRIPTS.get() | names)
+    _USER_SCRIPTS.update(names)
 
 
 def _script_path(name: str, base_dir: Path) -> Path:
-    if name in _USER_SCRIPTS.get():
-        for candidate in (Path(name), base_dir / name):
+    if name in _USER_SCRIPTS:
+        for candidate in (base_dir / name, Path(name)):
             if candidate.is_file():
                 return candidate
     if not (base_dir / name).exists():
