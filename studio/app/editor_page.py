@@ -14,6 +14,7 @@ from studio.app.playground import notes, render_playground, run_from_toolbar, ru
 from studio.app.run_page import flow_files
 from studio.app.settings import settings
 from studio.editor.document import new_flow_text
+from studio.editor.drafts import keep_draft, read_draft
 from studio.editor.editor import Editor
 from studio.editor.layout import sidecar_path
 from studio.errors import FlowError
@@ -127,6 +128,7 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
     if editor is None:
         try:
             editors[str(path)] = editor = Editor(path)
+            st.session_state[_offer_key(editor)] = read_draft(path, editor.saved_text)
         except FlowError as err:
             st.error("This file cannot be opened in the editor.")
             st.code(str(err), language=None, wrap_lines=True)
@@ -259,6 +261,22 @@ PAGE_STYLE = """
 </style>
 """
 """Fixed text: the Editor uses the whole window (the canvas fills it below one toolbar row)."""
+LEAVE_GUARD = """
+<script>
+if (!window.flowstudioLeaveGuard) {
+  window.flowstudioLeaveGuard = true;
+  window.addEventListener("beforeunload", (event) => {
+    const status = document.querySelector(".st-key-editor_status");
+    if (status && status.innerText.includes("Unsaved changes")) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+}
+</script>
+"""
+"""Fixed script: leaving the page (reload, close, another address) while the toolbar says
+"Unsaved changes" asks first, as the browser asks (the draft keeps the edits either way)."""
 
 
 def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
@@ -288,6 +306,48 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
             "Panel", value=True, key="editor_inspector_open", help="The Inspector or Playground beside the canvas"
         )
     return editor, current, view or "Canvas", inspector
+
+
+def _offer_key(editor: Editor) -> str:
+    return f"draft_offer:{editor.path}"
+
+
+def _draft_offer(editor: Editor) -> None:
+    """A draft left by an earlier session (a reload, a closed tab): Restore makes it the flow (one
+    undoable step, unsaved), Discard removes it. Editing first discards it too."""
+    refused = st.session_state.pop("editor_draft_refused", None)
+    if refused:
+        st.error(f"The draft could not be restored: {refused}", icon=":material/error:")
+    draft: str | None = st.session_state.get(_offer_key(editor))
+    if draft is None:
+        return
+    if editor.dirty:
+        st.session_state[_offer_key(editor)] = None
+        return
+    with st.container(horizontal=True, vertical_alignment="center", key="editor_draft"):
+        st.warning(f"{editor.path.name} has unsaved edits from an earlier visit.", icon=":material/history:")
+        restore = st.button("Restore", type="primary", key="editor_draft_restore")
+        discard = st.button("Discard", key="editor_draft_discard")
+    if restore or discard:
+        st.session_state[_offer_key(editor)] = None
+        try:
+            if restore:
+                editor.replace_text(draft)
+        except FlowError as err:
+            st.session_state["editor_draft_refused"] = str(err)
+        st.rerun()
+
+
+def _keep_draft(editor: Editor) -> None:
+    """Keep the flow's text beside it while it differs from the file (written when it changes);
+    remove the draft when they agree. A draft still offered is left as it is."""
+    if st.session_state.get(_offer_key(editor)) is not None:
+        return
+    wanted = editor.flow.text if editor.flow.text != editor.saved_text else None
+    kept = f"draft_kept:{editor.path}"
+    if st.session_state.get(kept, "") != wanted:
+        keep_draft(editor.path, wanted)
+        st.session_state[kept] = wanted
 
 
 def _bring_inspector_forward(editor: Editor) -> None:
@@ -325,10 +385,11 @@ def _side_panel(editor: Editor) -> None:
 
 def render() -> None:
     """One toolbar row; below it the canvas filling the window, with the inspector as a side panel (or the YAML)."""
-    st.html(PAGE_STYLE)
+    st.html(PAGE_STYLE + LEAVE_GUARD, unsafe_allow_javascript=True)
     editor, current, view, inspector = _toolbar(settings().flows_dir)
     if editor is None:
         return
+    _draft_offer(editor)
     if view == "YAML":  # only the view on screen is built: a 200-node flow's YAML is long
         _yaml_tab(editor)
     else:
@@ -340,6 +401,7 @@ def render() -> None:
         if right is not None:
             with right, st.container(key="editor_inspector", border=False):
                 _side_panel(editor)
+    _keep_draft(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
     current = st.session_state.get(run_key(editor))  # the Playground may just have started one
     if current is not None and not current.done:

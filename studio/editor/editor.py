@@ -35,7 +35,7 @@ class Message:
     text: str
 
 
-def _write(path: Path, text: str) -> None:
+def write_file(path: Path, text: str) -> None:
     """Write through a temporary file and a rename, so a crash never leaves half a flow."""
     temporary = path.with_name(f".{path.name}.tmp")
     with temporary.open("w", encoding="utf-8", newline="") as out:
@@ -293,11 +293,11 @@ class Editor:
         """Write the flow file (when its text changed) and the layout sidecar; returns what was written."""
         written = []
         if self.flow.text != self.saved_text or not self.path.exists():
-            _write(self.path, self.flow.text)
+            write_file(self.path, self.flow.text)
             written.append(self.path)
         sidecar = sidecar_path(self.path)
         if self.layout != self.saved_layout or not sidecar.exists():
-            _write(sidecar, sidecar_text(self.path.stem, self.layout))
+            write_file(sidecar, sidecar_text(self.path.stem, self.layout))
             written.append(sidecar)
         self.saved_text, self.saved_layout = self.flow.text, dict(self.layout)
         self._disk_stamp = _stamp(self.path)

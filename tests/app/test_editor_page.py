@@ -106,3 +106,36 @@ def test_every_node_type_added_fresh_opens_a_whole_inspector_whose_apply_changes
         next(b for b in page.button if b.label == "Apply").click().run()
         assert not page.exception, (node_type, page.exception)
         assert editor.flow.text == before, node_type  # an untouched form writes nothing
+
+
+def test_unsaved_edits_are_kept_as_a_draft_offered_back_to_the_next_session(folder: Path) -> None:
+    from studio.editor.drafts import draft_path
+
+    path = folder / "commented.yaml"
+    before = path.read_text(encoding="utf-8")
+    page = _open(folder)
+    page.session_state["editors"][str(path)].edit_field("answer", "description", "kept")
+    page.run()
+    assert "description: kept" in draft_path(path).read_text(encoding="utf-8")  # beside the flow, hidden
+    assert path.read_text(encoding="utf-8") == before
+    later = _open(folder)  # a reload or a new tab: a new session
+    assert "unsaved edits" in later.warning[0].value
+    assert "description: kept" not in later.session_state["editors"][str(path)].flow.text
+    later.button(key="editor_draft_restore").click().run()
+    editor = later.session_state["editors"][str(path)]
+    assert "description: kept" in editor.flow.text and editor.dirty and not later.warning
+    later.button(key="editor_save").click().run()
+    assert not draft_path(path).exists() and "description: kept" in path.read_text(encoding="utf-8")
+
+
+def test_a_discarded_draft_is_gone(folder: Path) -> None:
+    from studio.editor.drafts import draft_path
+
+    path = folder / "commented.yaml"
+    page = _open(folder)
+    page.session_state["editors"][str(path)].edit_field("answer", "description", "dropped")
+    page.run()
+    later = _open(folder)
+    later.button(key="editor_draft_discard").click().run()
+    assert not draft_path(path).exists()
+    assert "dropped" not in later.session_state["editors"][str(path)].flow.text and not later.warning

@@ -288,3 +288,34 @@ def test_home_shows_navigation_once_the_demo_first_and_sub_flows_apart(
         assert cards.first.evaluate(CUT_TEXT) == []  # Open, Run, Copy in words
     finally:
         page.close()
+
+
+def test_unsaved_edits_survive_a_reload_and_a_closed_tab_and_leaving_asks_first(
+    browser: Any, server: str, folder: Path
+) -> None:
+    page = _editor(browser, server)
+    try:
+        name = new_flow(page)
+        add(page, "text.template")
+        sync_api.expect(page.get_by_text("Unsaved changes")).to_be_visible(timeout=WAIT_MS)
+        asked: list[str] = []
+        page.on("dialog", lambda dialog: (asked.append(dialog.type), dialog.accept()))
+        page.reload()
+        sync_api.expect(page.get_by_text("has unsaved edits from an earlier visit")).to_be_visible(timeout=WAIT_MS)
+        assert asked == ["beforeunload"]  # leaving with unsaved edits asked first
+        assert "template" not in (folder / f"{name}.yaml").read_text(encoding="utf-8")  # nothing saved
+    finally:
+        page.close()
+    again = _editor(browser, server, flow=f"{name}.yaml")  # the tab was closed: a new one
+    try:
+        sync_api.expect(again.get_by_text("has unsaved edits from an earlier visit")).to_be_visible(timeout=WAIT_MS)
+        shot(again, "draft-offered")
+        again.get_by_role("button", name="Restore").click()
+        sync_api.expect(canvas(again).get_by_test_id("node-template")).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(again.get_by_text("Unsaved changes")).to_be_visible(timeout=WAIT_MS)
+        again.get_by_role("button", name="Save", exact=True).click()
+        sync_api.expect(again.get_by_test_id("stToast").last).to_contain_text(f"Saved {name}", timeout=WAIT_MS)
+        assert "type: text.template" in (folder / f"{name}.yaml").read_text(encoding="utf-8")
+        assert not (folder / f".{name}.draft.yaml").exists()
+    finally:
+        again.close()
