@@ -293,13 +293,14 @@ def test_kill_9_mid_background_run_and_restart_finishes_it_from_its_checkpoints(
     finally:
         first.stop()
     before = cli("trace", run_id, db=db)
-    assert 1 <= len(before) < 3 and cli("runs", db=db)[0]["status"] == "running"
+    assert 1 <= len(before) < 3 and cli("runs", db=db)[0]["status"] == "interrupted"  # its process is gone
     second = Server(serve_command(flows_dir, db), env={LEDGER_ENV: str(ledger)}).start()
     try:
         with second.client() as client:
             done = wait_for(
                 lambda: (
-                    client.get(f"/runs/{run_id}").json()["status"] != "running" and client.get(f"/runs/{run_id}").json()
+                    client.get(f"/runs/{run_id}").json()["status"] not in ("running", "interrupted")
+                    and client.get(f"/runs/{run_id}").json()
                 )
             )
             assert done["status"] == "succeeded" and done["outputs"] == {"final": "three", "count": 2}
