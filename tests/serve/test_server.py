@@ -411,7 +411,7 @@ def test_a_stopped_server_leaves_its_background_runs_to_the_next_start(tmp_path:
     finally:
         first.stop()
     assert first.process is not None and first.process.returncode == -15  # uvicorn re-raises SIGTERM once stopped
-    assert cli("runs", db=db)[0]["status"] == "running"
+    assert cli("runs", db=db)[0]["status"] == "interrupted"  # left for the next start: its process is gone
     second = Server(serve_command(flows_dir, db)).start()
     try:
         with second.client() as client:
