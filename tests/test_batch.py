@@ -23,7 +23,7 @@ DATA = ROOT / "tests" / "data"
 SUMMARY_KEYS = {
     "experiment_id", "flow", "status", "metric", "examples", "succeeded", "failed", "metric_errors", "errors",
     "score", "score_ci", "cost_usd", "cost_per_example", "tokens", "latency_p50_s", "latency_p95_s", "ran",
-    "resumed", "seconds", "examples_per_s", "out", "calls", "cache_hits",
+    "resumed", "seconds", "examples_per_s", "out", "calls", "cache_hits", "errors_by_kind", "failed_lines",
 }  # fmt: skip
 SLOW = """flowstudio: 1
 name: slow
@@ -64,6 +64,7 @@ async def test_scores_failures_and_one_experiment(store: SQLiteStore) -> None:
     assert [r.score for r in result.results] == [1.0, 1.0, 0.0, 0.0]
     crashed = result.results[2]
     assert crashed.outcome.status == "failed" and "auth" in (crashed.outcome.error or "")
+    assert summary["errors_by_kind"] == {"auth": 1} and summary["failed_lines"] == [crashed.line]
     assert summary["tokens"] > 0 and summary["cost_usd"] > 0
     assert summary["cost_per_example"] == pytest.approx(summary["cost_usd"] / 4)
     assert seen[0] == (0, 4) and seen[-1] == (4, 4) and len(seen) == 5
@@ -177,6 +178,20 @@ def test_batch_json_out_and_experiments(cli: CLI, tmp_path: Path) -> None:
     assert table.code == 0, table.err
     assert "score (exact)" in table.out and "0.500" in table.out and "95% CI" in table.out
     assert "row 4: node 'answer' failed" in table.out
+    assert "failed by kind" in table.out and "auth 1" in table.out
+
+
+def test_retry_errors_runs_only_the_failed_examples_again(cli: CLI) -> None:
+    first = cli("batch", QA, "--data", str(DATA / "qa.jsonl"), "--json").json()
+    assert (first["failed"], first["errors_by_kind"], first["failed_lines"]) == (1, {"auth": 1}, [4])
+    again = cli("batch", "--resume", first["experiment_id"], "--retry-errors", "--json")
+    summary = again.json()
+    assert (summary["ran"], summary["resumed"], summary["examples"]) == (1, 3, 4)  # the others not paid twice
+    assert summary["errors_by_kind"] == {"auth": 1}  # an auth error fails again, and says so
+    (listed,) = cli("experiments", "--json").json()
+    assert cli("experiments", listed["experiment_id"], "--json").json()["runs"] == 5
+    refused = cli("batch", QA, "--data", str(DATA / "qa.jsonl"), "--retry-errors")
+    assert refused.code == 2 and "--retry-errors" in refused.err and "--resume" in refused.err
 
 
 async def test_second_batch_is_served_from_the_cache(

@@ -30,6 +30,9 @@ class Checked:
     output_per_1k: float | None = None
     reply: str | None = None
     error: str | None = None
+    rate_limits: dict[str, str] | None = None
+    """The rate-limit headers the provider sent (`x-ratelimit-*`, `anthropic-ratelimit-*`,
+    `retry-after`); None when it sent none (or the model is not a provider's)."""
 
     def as_json(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -73,6 +76,7 @@ async def check(alias: str, spec: ModelSpec, base_dir: Path) -> Checked:
         return result
     result.latency_s = round(time.perf_counter() - start, 3)
     result.reply = completion.text.strip()[:40]
+    result.rate_limits = completion.limit_headers
     return result
 
 
@@ -87,4 +91,6 @@ def describe(result: Checked) -> str:
     cost = f"{price(result.input_per_1k)} in / {price(result.output_per_1k)} out per 1,000 tokens"
     if result.error:
         return f"{head}  FAILED {result.error}\n  capabilities: {caps}; {cost}"
-    return f"{head}  ok in {result.latency_s:.3f} s\n  capabilities: {caps}; {cost}"
+    limits = ", ".join(f"{name}: {value}" for name, value in (result.rate_limits or {}).items())
+    shown = f"\n  rate limits: {limits}" if limits else ""
+    return f"{head}  ok in {result.latency_s:.3f} s\n  capabilities: {caps}; {cost}{shown}"
