@@ -63,6 +63,8 @@ def serve(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     announce(f"Serving {count} flow{'s' if count != 1 else ''} at http://{shown}:{bound} (store {store_path})")
+    if host in ("0.0.0.0", "::") and not allow_hosts:
+        announce("Answering only requests addressed to localhost: add --allow-host NAME for the names clients use")
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S
     )
