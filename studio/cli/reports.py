@@ -86,6 +86,9 @@ def print_run(result: RunResult, console: Console | None = None) -> None:
 
 def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
     """Full run ids (any unique prefix of one works in `trace`, `resume`, `rerun`); fits 80 columns."""
+    from studio.flow.names import fold_at_dashes, room
+
+    console = console or Console()
     table = compact_table()
     table.add_column("run", no_wrap=True, min_width=16)
     table.add_column("flow", overflow="fold", min_width=8, ratio=1)
@@ -93,12 +96,17 @@ def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
         table.add_column(name, no_wrap=True)
     for name in ("secs", "tokens", "cost $"):
         table.add_column(name, no_wrap=True, justify="right")
-    for run in runs:
-        table.add_row(
-            run.run_id, Text(_plain(run.flow)), run.status, run.started_at[5:16].replace("T", " "),
-            _seconds(run.started_at, run.ended_at), str(run.tokens), f"{run.cost_usd:.6f}",
-        )  # fmt: skip
-    (console or Console()).print(table)
+    rows = [
+        [run.run_id, run.status, run.started_at[5:16].replace("T", " "), _seconds(run.started_at, run.ended_at),
+         str(run.tokens), f"{run.cost_usd:.6f}"]
+        for run in runs
+    ]  # fmt: skip
+    headers = ("run", "status", "started", "secs", "tokens", "cost $")
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    left = room(min(console.width, 80), widths)  # a flow name breaks after a dash, never inside a word
+    for run, row in zip(runs, rows, strict=True):
+        table.add_row(row[0], Text(fold_at_dashes(_plain(run.flow), left)), *row[1:])
+    console.print(table)
 
 
 def print_trace(

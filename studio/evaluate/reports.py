@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,6 +12,7 @@ from rich.text import Text
 
 from studio.evaluate.options import KIND
 from studio.evaluate.summary import cache_text
+from studio.flow.names import fold_at_dashes, room
 from studio.secrets import escape_controls, mask
 from studio.store.base import ExperimentRecord
 
@@ -46,8 +46,8 @@ def print_experiments(records: list[ExperimentRecord], console: Console | None =
     headers += ["cost $"] if paid else []
     rows = [[cell for name, cell in zip(_ALL_COLUMNS, row, strict=True) if name in headers] for row in rows]
     flow_at = headers.index("flow")
-    others = sum(max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers) if i != flow_at)
-    room = max(len("flow"), min(console.width, 80) - others - 2 * (len(headers) - 1))
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers) if i != flow_at]
+    left = room(min(console.width, 80), widths)
     # the style of `studio.cli.reports.compact_table`, which this layer cannot import (and which
     # cannot move here: `flowstudio run` would then load the whole evaluate package at start-up)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
@@ -55,7 +55,7 @@ def print_experiments(records: list[ExperimentRecord], console: Console | None =
         numeric = name in ("score", "errors", "cost $")
         table.add_column(name, justify="right" if numeric else "left", no_wrap=name != "flow", overflow="fold")
     for row in rows:
-        row[flow_at] = fold_at_dashes(row[flow_at], room)
+        row[flow_at] = fold_at_dashes(row[flow_at], left)
         table.add_row(*row)
     console.print(table)
 
@@ -79,19 +79,6 @@ def _cells(record: ExperimentRecord, row: dict[str, Any]) -> list[str]:
         "-" if row["errors"] is None else f"{row['errors']}/{row['examples']}",
         "-" if row["cost_usd"] is None else f"{row['cost_usd']:.4f}",
     ]
-
-
-def fold_at_dashes(name: str, width: int) -> str:
-    """`name` on lines of at most `width` characters, broken only after a dash (a part longer than
-    the width stays whole on its line; the table folds it only as a last resort)."""
-    if len(name) <= width:
-        return name
-    lines = [""]
-    for part in re.findall(r"[^-]*-|[^-]+$", name):
-        if lines[-1] and len(lines[-1]) + len(part) > width:
-            lines.append("")
-        lines[-1] += part
-    return "\n".join(lines)
 
 
 def print_summary(

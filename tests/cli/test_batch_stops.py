@@ -64,6 +64,9 @@ def test_a_killed_batch_leaves_its_runs_interrupted_and_they_resume(cli: CLI, tm
     batch.wait(timeout=30)
     statuses = _statuses(cli)
     assert "running" not in statuses and statuses.get("interrupted", 0) >= 1, statuses
+    table = cli("runs", env={"COLUMNS": "80"}).out
+    assert "interrupted" in table and max(len(line) for line in table.splitlines()) <= 80, table
+    assert not any(line.strip() in ("e", "riage", "iage") for line in table.splitlines()), "never inside a word"
     interrupted = cli("runs", "--status", "interrupted", "--json").json()
     assert interrupted and all(r["status"] == "interrupted" for r in interrupted)
     resumed = cli("resume", interrupted[0]["run_id"][:8], "--json")
