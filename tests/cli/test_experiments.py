@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from studio.store import SQLiteStore
+from studio.store.base import ExperimentRecord
 from tests.conftest import CLI, FLOWS, SCRIPTS
 
 TRIAGE = str(FLOWS / "ticket-triage.yaml")
@@ -41,3 +43,18 @@ def test_batch_blame_and_optimize_experiments_each_show_and_list_in_80_columns(c
     assert lines[0].split() == ["experiment", "kind", "flow", "created", "status", "score", "errors", "cost", "$"]
     assert all("ticket-" in line for line in lines[2:] if line[:1].isalnum()), "the name breaks after its dash"
     assert not any(line.strip().startswith(("riage", "iage")) for line in lines), "never inside a word"
+
+
+def test_a_search_still_running_and_an_unfinished_blame_show_their_fields(cli: CLI, tmp_path: Path) -> None:
+    db = tmp_path / "flowstudio.db"
+    store = SQLiteStore(db)
+    running = {"status": "running", "calls": 40, "budget_calls": 300, "best_dev": 0.5, "scores": {"r": 1.0}}
+    store.create_experiment(ExperimentRecord("aaaa000000000001", "optimize", "ticket-triage", summary=running))
+    store.create_experiment(ExperimentRecord("bbbb000000000002", "blame", "ticket-triage"))
+    store.close()
+    shown = cli("experiments", "aaaa")
+    assert shown.code == 0 and "Traceback" not in shown.err, shown.err
+    assert "optimize aaaa000000000001 · ticket-triage: running" in shown.out and "budget_calls: 300" in shown.out
+    unfinished = cli("experiments", "bbbb")
+    assert unfinished.code == 0 and "blame bbbb000000000002 did not finish" in unfinished.out
+    assert "batch --resume" not in unfinished.out  # only a batch continues that way
