@@ -12,7 +12,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[local,studio,dev,ray,mcp,otel,serve]'
+	$(BIN)/python -m pip install --quiet -e '.[local,studio,dev,ray,mcp,otel,serve,postgres]'
 	$(BIN)/flowstudio models install smollm2
 	touch $(STAMP)
 

@@ -50,6 +50,25 @@ def cli(tmp_path: Path) -> CLI:
     return run
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """A real PostgreSQL server for the session (tests/pgserver.py); skipped when none is installed."""
+    from tests import pgserver
+
+    bin_dir = pgserver.pg_bin()
+    if bin_dir is None:
+        pytest.skip("no PostgreSQL binary (initdb, pg_ctl) installed: apt-get install postgresql")
+    server = pgserver.start(bin_dir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any) -> str:
+    """The URL of a fresh, empty database on the session's PostgreSQL server."""
+    return str(postgres_server.new_database())
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryStore | SQLiteStore]:
     """Every store implementation, for the shared conformance suite."""
