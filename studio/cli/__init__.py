@@ -9,7 +9,21 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import blame, evaluate, export, flows, index, launch, mcp, models, optimize, running, runs, serve
+from studio.cli import (
+    blame,
+    evaluate,
+    export,
+    flows,
+    importing,
+    index,
+    launch,
+    mcp,
+    models,
+    optimize,
+    running,
+    runs,
+    serve,
+)
 from studio.cli.hardening import GuardedGroup
 
 
@@ -41,6 +55,7 @@ for command in (
     export.export,
     mcp.mcp,
     serve.serve,
+    importing.import_group,
 ):
     main.add_command(command)
 

@@ -1,0 +1,431 @@
+"""Prompt flow (`flow.dag.yaml`) → a flow file. See docs/importing.md for the mapping."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from studio.errors import FlowError
+from studio.flow.loader import Document
+from studio.importers.build import FlowBuilder, Imported, literal
+from studio.importers.report import ImportReport, NodeReport
+from studio.importers.sources import REQUIRED, load_yaml, read_text, tool_function
+
+_REF = re.compile(r"^\$\{([A-Za-z_][\w-]*)\.([\w.-]+)\}$")
+_ROLE = re.compile(r"^[ \t]*#[ \t]*(system|user|assistant|function|tool)[ \t]*:[ \t]*$", re.I | re.M)
+TYPES = {"string": "str", "int": "int", "double": "float", "bool": "bool", "list": "list", "object": "dict"}
+LLM_SETTINGS = {
+    "deployment_name", "model", "temperature", "max_tokens", "top_p", "stop", "suffix", "logprobs", "echo",
+    "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "response_format", "seed", "n", "user",
+    "tool_choice", "tools", "functions", "function_call",
+}  # fmt: skip
+PORTS = {"llm": "text", "prompt": "text", "python": "result"}
+MAX_DATA_BYTES = 256 * 1024 * 1024
+"""Largest batch data file copied (the batch's own dataset cap)."""
+
+
+class _Ctx:
+    """One import in progress: the source, the builder, ids by source name."""
+
+    def __init__(self, folder: Path, doc: Document, builder: FlowBuilder, report: ImportReport) -> None:
+        self.folder, self.doc, self.b, self.report = folder, doc, builder, report
+        self.ids: dict[str, str] = {}
+        self.kinds: dict[str, str] = {}
+        self.skippable: set[str] = set()
+
+    def wire(self, value: Any, near: str) -> Any:
+        """A source value as a flow value: `${...}` references become wires."""
+        if not isinstance(value, str) or not (m := _REF.match(value.strip())):
+            return literal(value)
+        head, rest = m.group(1), m.group(2)
+        if head == "inputs":
+            return f"$inputs.{rest}"
+        node_id = self.ids[head]
+        port = PORTS.get(self.kinds[head], "result")
+        path = rest.split(".", 1)[1] if "." in rest else ""
+        return self.b.field(f"${node_id}.{port}", path, node_id) if path else f"${node_id}.{port}"
+
+
+def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Imported:
+    """Import a Prompt flow folder (or its `flow.dag.yaml`). Raises FlowError for an invalid source
+    (broken YAML, a reference to nothing, a cycle); nodes that cannot be converted are in the report
+    (and become failing placeholders only with `allow_placeholders`)."""
+    folder = source if source.is_dir() else source.parent
+    dag = source / "flow.dag.yaml" if source.is_dir() else source
+    doc = load_yaml(dag)
+    data = doc.data
+    if not isinstance(data, dict) or not isinstance(data.get("nodes", []), list):
+        raise FlowError("not a Prompt flow DAG: expected a mapping with a `nodes:` list", file=doc.file, line=1)
+    nodes = [_node_with_variant(n, data) for n in data.get("nodes") or []]
+    _check_graph(doc, nodes, data)
+    report = ImportReport(doc.file)
+    ctx = _Ctx(folder, doc, FlowBuilder(folder.resolve().name), report)
+    for name, spec in (data.get("inputs") or {}).items():
+        ctx.b.inputs[name] = _input(spec)
+        if isinstance(spec, dict) and spec.get("is_chat_input"):
+            report.notes.append(f"input `{name}` is the chat input; `chat_history` (if any) is a plain list input")
+    for node in nodes:
+        ctx.ids[node["name"]] = ctx.b.new_id(node["name"])
+        ctx.kinds[node["name"]] = str(node.get("type", ""))
+    for i, node in enumerate(nodes):
+        entry = NodeReport(node["name"], str(node.get("type")), doc.line_of(("nodes", i)))
+        report.nodes.append(entry)
+        _convert(ctx, node, entry)
+        if entry.status == "not converted" and allow_placeholders:
+            ctx.b.placeholder(ctx.ids[node["name"]], f"{node['name']} ({node.get('type')})", entry.notes[-1])
+    for name, spec in (data.get("outputs") or {}).items():
+        ref = spec.get("reference") if isinstance(spec, dict) else spec
+        ctx.b.outputs[name] = ctx.wire(ref, name)
+    for entry in report.nodes:
+        if entry.status == "not converted" and allow_placeholders:
+            ctx.b.retarget(ctx.ids[entry.source], "result")
+    header = "\n".join(
+        [f"Imported from Prompt flow ({folder.name}/{dag.name}) by `flowstudio import promptflow`.", *ctx.b.origins]
+    )
+    return ctx.b.build(report, header)
+
+
+def _node_with_variant(node: Any, data: dict[str, Any]) -> dict[str, Any]:
+    """The node, with its default variant's definition when it `use_variants`."""
+    if not isinstance(node, dict):
+        return {"name": str(node), "type": "?"}
+    if not node.get("use_variants"):
+        return node
+    variants = (data.get("node_variants") or {}).get(node.get("name")) or {}
+    chosen = variants.get("default_variant_id")
+    body = ((variants.get("variants") or {}).get(chosen) or {}).get("node") or {}
+    others = sorted(k for k in (variants.get("variants") or {}) if k != chosen)
+    return {**node, **body, "name": node["name"], "_variant": chosen, "_others": others}
+
+
+def _refs(value: Any) -> list[str]:
+    """Source node names a value refers to (`${node.output...}`)."""
+    if isinstance(value, str) and (m := _REF.match(value.strip())) and m.group(1) != "inputs":
+        return [m.group(1)]
+    if isinstance(value, dict):
+        return [r for v in value.values() for r in _refs(v)]
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def _deps(node: dict[str, Any]) -> list[str]:
+    activate = node.get("activate") or {}
+    return _refs(node.get("inputs") or {}) + _refs(activate.get("when") if isinstance(activate, dict) else None)
+
+
+def _check_graph(doc: Document, nodes: list[dict[str, Any]], data: dict[str, Any]) -> None:
+    """Refuse what Prompt flow itself refuses: unnamed or repeated nodes, references to nothing, cycles."""
+    names: dict[str, int] = {}
+    for i, node in enumerate(nodes):
+        name = node.get("name")
+        if not isinstance(name, str) or not name:
+            raise FlowError("a node without a `name`", file=doc.file, line=doc.line_of(("nodes", i)))
+        if name in names:
+            raise FlowError(f"two nodes named {name!r}", file=doc.file, line=doc.line_of(("nodes", i)))
+        names[name] = i
+    inputs = data.get("inputs") or {}
+    for i, node in enumerate(nodes):
+        for value in _input_refs(node):
+            head, rest = value
+            if (head == "inputs" and rest.split(".")[0] not in inputs) or (head != "inputs" and head not in names):
+                where = doc.line_of(("nodes", i, "inputs"))
+                raise FlowError(
+                    f"node {node['name']!r} refers to ${{{head}.{rest}}}, which does not exist",
+                    file=doc.file,
+                    line=where,
+                )
+    outputs = data.get("outputs") or {}
+    for name, spec in outputs.items():
+        ref = spec.get("reference") if isinstance(spec, dict) else spec
+        for head in _refs(ref):
+            if head not in names:
+                raise FlowError(
+                    f"output {name!r} refers to {ref}, which does not exist",
+                    file=doc.file,
+                    line=doc.line_of(("outputs", name)),
+                )
+    _check_cycles(doc, nodes, names)
+
+
+def _input_refs(node: dict[str, Any]) -> list[tuple[str, str]]:
+    activate = node.get("activate") or {}
+    values = [*(node.get("inputs") or {}).values(), activate.get("when") if isinstance(activate, dict) else None]
+    found = []
+    for value in values:
+        if isinstance(value, str) and (m := _REF.match(value.strip())):
+            found.append((m.group(1), m.group(2)))
+    return found
+
+
+def _check_cycles(doc: Document, nodes: list[dict[str, Any]], names: dict[str, int]) -> None:
+    deps = {n["name"]: _deps(n) for n in nodes}
+    state: dict[str, int] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == 2:
+            return
+        if state.get(name) == 1:
+            loop = [*path[path.index(name) :], name]
+            raise FlowError("a cycle: " + " -> ".join(loop), file=doc.file, line=doc.line_of(("nodes", names[name])))
+        state[name] = 1
+        for dep in deps[name]:
+            visit(dep, [*path, name])
+        state[name] = 2
+
+    for name in deps:
+        visit(name, [])
+
+
+def _input(spec: Any) -> dict[str, Any]:
+    if not isinstance(spec, dict):
+        return {"type": "any"}
+    out: dict[str, Any] = {"type": TYPES.get(str(spec.get("type", "string")), "any")}
+    if spec.get("description"):
+        out["description"] = str(spec["description"])
+    if "default" in spec:
+        default = spec["default"]
+        if out["type"] == "float" and isinstance(default, int) and not isinstance(default, bool):
+            default = float(default)
+        out["default"] = literal(default)
+    return out
+
+
+def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
+    kind = str(node.get("type", "")).lower()
+    source = node.get("source") or {}
+    if source.get("type") not in (None, "code"):
+        entry.refuse(f"tool from a package ({source.get('tool') or source.get('type')}): no built-in equivalent")
+        return
+    if kind not in PORTS:
+        entry.refuse(f"node type {node.get('type')!r} has no built-in equivalent")
+        return
+    try:
+        text = read_text(ctx.folder, str(source.get("path", "")))
+    except ValueError as err:
+        entry.refuse(str(err))
+        return
+    node_id = ctx.ids[node["name"]]
+    spec = {"python": _python, "llm": _llm, "prompt": _prompt}[kind](ctx, node, text, entry)
+    if spec is None:
+        return
+    if node.get("_variant"):
+        entry.notes.append(
+            f"variant {node['_variant']} (the default) taken; not imported: {', '.join(node['_others']) or 'none'}"
+        )
+        spec["description"] = f"Prompt flow variant {node['_variant']}; other variants: {', '.join(node['_others'])}"
+    _activate(ctx, node, spec, entry)
+    ctx.b.nodes[node_id] = spec
+
+
+def _activate(ctx: _Ctx, node: dict[str, Any], spec: dict[str, Any], entry: NodeReport) -> None:
+    activate = node.get("activate")
+    if not isinstance(activate, dict):
+        if any(d in ctx.skippable for d in _deps(node)):
+            ctx.skippable.add(node["name"])
+        return
+    when = ctx.wire(activate.get("when"), "when")
+    if not isinstance(when, str) or not when.startswith("$"):
+        entry.refuse("`activate.when` is not a reference")
+        return
+    read = when[1:]
+    spec["when"] = f"{read} == {_jinja_literal(activate.get('is'))}"
+    ctx.skippable.add(node["name"])
+
+
+def _jinja_literal(value: Any) -> str:
+    if value is None:
+        return "none"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _template_inputs(ctx: _Ctx, node: dict[str, Any], text: str, llm: bool) -> tuple[dict[str, Any], list[str]]:
+    """Wired template variables, and those left optional (unwired, or from a node that may be bypassed)."""
+    from studio.flow import templates
+
+    given = {k: v for k, v in (node.get("inputs") or {}).items() if not (llm and k in LLM_SETTINGS)}
+    inputs = {k: ctx.wire(v, k) for k, v in given.items()}
+    try:
+        used = templates.variables(text)
+    except Exception as err:
+        raise ValueError(f"the template does not parse: {err}") from None
+    deps = {k: _refs(v) for k, v in given.items()}
+    optional = sorted(v for v in used if v not in inputs)
+    several = len({d for ds in deps.values() for d in ds}) > 1
+    if several:
+        optional += sorted(k for k, ds in deps.items() if k in used and any(d in ctx.skippable for d in ds))
+    return inputs, optional
+
+
+def _prompt(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+    try:
+        inputs, optional = _template_inputs(ctx, node, text, llm=False)
+    except ValueError as err:
+        entry.refuse(str(err))
+        return None
+    config: dict[str, Any] = {"template": text}
+    if optional:
+        config["optional"] = optional
+    return {"type": "text.template", "inputs": inputs, "config": config}
+
+
+def _llm(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+    try:
+        inputs, optional = _template_inputs(ctx, node, text, llm=True)
+    except ValueError as err:
+        entry.refuse(str(err))
+        return None
+    given = node.get("inputs") or {}
+    config: dict[str, Any] = {}
+    if str(node.get("api", "chat")) == "completion":
+        config.update(form="completion", prompt=text)
+    else:
+        config.update(_chat_sections(text, entry))
+        if not _parses(config.get("system", "")) or not _parses(config["prompt"]):
+            entry.approximate("role markers inside Jinja blocks: the whole template is one user message")
+            config = {"prompt": text.strip()}
+    if (tokens := _number(given.get("max_tokens"), int)) is not None and tokens > 0:
+        config["max_tokens"] = tokens
+    stop = given.get("stop")
+    if isinstance(stop, list) and stop:
+        config["stop"] = [str(s) for s in stop]
+    if optional:
+        config["optional"] = optional
+    spec: dict[str, Any] = {"type": "llm.generate", "inputs": inputs, "config": config}
+    model = _model_string(node)
+    origin = f"connection {node.get('connection') or '?'}, {given.get('deployment_name') or given.get('model') or '?'}"
+    alias = ctx.b.alias(model, _number(given.get("temperature"), float), origin)
+    if alias:
+        spec["model"] = alias
+    return spec
+
+
+def _chat_sections(text: str, entry: NodeReport) -> dict[str, Any]:
+    """`# system:` becomes `system`; one `# user:` section becomes the prompt. Other turns stay in
+    the prompt as text (approximated)."""
+    marks = list(_ROLE.finditer(text))
+    if not marks:
+        return {"prompt": text.strip()}
+    head = text[: marks[0].start()].strip()
+    sections = [
+        (m.group(1).lower(), text[m.end() : (marks[i + 1].start() if i + 1 < len(marks) else len(text))])
+        for i, m in enumerate(marks)
+    ]
+    config: dict[str, Any] = {}
+    if sections[0][0] == "system":
+        config["system"] = sections.pop(0)[1].strip()
+    if head:
+        entry.approximate("text before the first role marker is kept at the start of the prompt")
+    if len(sections) == 1 and sections[0][0] == "user" and not head:
+        config["prompt"] = sections[0][1].strip()
+        return config
+    turns = [f"# {role}:\n{body.strip()}" if body.strip() else f"# {role}:" for role, body in sections]
+    config["prompt"] = "\n".join(p for p in (head, *turns) if p)
+    if len(sections) != 1 or sections[0][0] != "user":
+        entry.approximate(
+            "the chat turns after the system message go to the model as one user message (role markers as text)"
+        )
+    if "prompt" not in config or not config["prompt"]:
+        config["prompt"] = "{{ '' }}"
+    return config
+
+
+def _parses(text: str) -> bool:
+    from studio.flow import templates
+
+    try:
+        templates.variables(text)
+    except Exception:
+        return False
+    return True
+
+
+def _number(value: Any, kind: type[int] | type[float]) -> Any:
+    try:
+        return kind(value) if value not in (None, "") and not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _model_string(node: dict[str, Any]) -> str:
+    given = node.get("inputs") or {}
+    provider = str(node.get("provider") or "")
+    connection = str(node.get("connection") or "")
+    if provider == "AzureOpenAI" or (not provider and "azure" in connection.lower()):
+        return f"azure/{given.get('deployment_name') or given.get('model') or 'deployment'}"
+    return f"openai/{given.get('model') or given.get('deployment_name') or 'gpt-4o-mini'}"
+
+
+def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+    try:
+        func = tool_function(text)
+    except ValueError as err:
+        entry.refuse(str(err))
+        return None
+    connections = [p for p, a in func.annotations.items() if a.endswith("Connection")]
+    if connections:
+        entry.refuse(f"parameter {connections[0]!r} is a Prompt flow connection ({func.annotations[connections[0]]})")
+        return None
+    given = node.get("inputs") or {}
+    deps = {d for v in given.values() for d in _refs(v)}
+    inputs: dict[str, Any] = {}
+    for name, value in given.items():
+        wire = ctx.wire(value, name)
+        if len(deps) > 1 and any(d in ctx.skippable for d in _refs(value)):
+            default = func.params.get(name, None)
+            merge = ctx.b.new_id(f"{ctx.ids[node['name']]}_{name}")
+            options = [wire, None if default is REQUIRED else literal(default)]
+            ctx.b.nodes[merge] = {
+                "type": "control.merge",
+                "inputs": {"options": options},
+                "description": f"{name}: null (the default) when its node was bypassed",
+            }
+            wire = f"${merge}.value"
+        inputs[name] = wire
+    missing = [p for p, d in func.params.items() if d is REQUIRED and p not in given]
+    if missing:
+        entry.refuse(f"required parameter {missing[0]!r} has no input")
+        return None
+    if func.foreign:
+        entry.approximate(
+            f"imports {', '.join(sorted(set(func.foreign)))}: code.python's sandbox has the standard library only"
+        )
+    call = ", ".join(f"{n}={n}" for n in given if n in func.params)
+    code = f"{func.code}\n\nresult = {func.name}({call})\n"
+    return {"type": "code.python", "inputs": inputs, "config": {"code": code}}
+
+
+def import_promptflow_run(data: Path, mapping: dict[str, str], out: Path) -> int:
+    """Copy Prompt flow batch data (JSONL) into a dataset for `flowstudio batch`: each flow input
+    named in `mapping` (input → `${data.column}` or a column name) gets its column's value. Returns
+    the number of rows written."""
+    if not data.is_file():
+        raise FlowError("no such file", file=str(data))
+    if data.stat().st_size > MAX_DATA_BYTES:
+        raise FlowError("the data file is too large", file=str(data))
+    columns = {name: _column(source) for name, source in mapping.items()}
+    rows = []
+    for number, line in enumerate(data.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise FlowError("not a JSON object", file=str(data), line=number) from None
+        if not isinstance(row, dict):
+            raise FlowError("not a JSON object", file=str(data), line=number)
+        for name, column in columns.items():
+            if column not in row:
+                raise FlowError(f"no column {column!r} for input {name!r}", file=str(data), line=number)
+        rows.append(
+            {**{k: v for k, v in row.items() if k not in columns.values()}, **{n: row[c] for n, c in columns.items()}}
+        )
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return len(rows)
+
+
+def _column(source: str) -> str:
+    match = re.match(r"^\$\{data\.([^}]+)\}$", source.strip())
+    return match.group(1) if match else source.strip()
