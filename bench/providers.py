@@ -15,6 +15,9 @@ and measures, in one run:
 Run:
     .venv/bin/python bench/providers.py [--calls 40] [--replies 5]
 Prints one JSON object.
+
+`bench/providers.py --scale [--examples 300] [--rates 20,5,100]` measures instead batches at scale
+against the provider simulator: rate limits, 500s and stalls (`bench/providers_scale.py`).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import json
 import platform
 import random
 import statistics
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from studio.flow.spec import ModelSpec
@@ -166,6 +171,12 @@ async def measure(api_base: str, calls: int, replies: int, tokens: int) -> dict[
 
 
 def main() -> None:
+    if "--scale" in sys.argv:  # batches through the provider simulator: bench/providers_scale.py
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from bench.providers_scale import main as scale
+
+        scale()
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--replies", type=int, default=5)
