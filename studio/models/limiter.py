@@ -35,6 +35,8 @@ PROBE_GROWTH = 1.4
 """Growth per second until the second 429 (the first estimate is a cautious one): about fourfold."""
 ANNOUNCED_SHARE = 1.0
 """Share of a provider's announced request limit the adaptive rate aims at (headroom for jitter)."""
+CALM_S = 60.0
+"""After this long without a 429, the adaptive rate is forgotten: calls go at once again until the next one."""
 WINDOW_S = 1.0
 """How far back successes count for the first estimate, and how long demand counts as waiting."""
 
@@ -166,6 +168,8 @@ class Limiter:
         """Wait in line until the pace and the token budget let this call go; returns when it went."""
         with self._lock:
             now = time.monotonic()
+            if self.rate is not None and not self._line and now - self._last_decrease > CALM_S:
+                self.rate, self.probing = None, False  # a long calm: the provider may allow more now
             if not self._line and self._ready_at(now, tokens) <= now:
                 self._take(now, tokens)
                 return now

@@ -176,3 +176,14 @@ def test_rate_limit_headers_are_read_from_a_litellm_reply() -> None:
     assert announced_rpm(headers) == 1200
     assert announced_rpm({"anthropic-ratelimit-requests-limit": "50"}) == 50
     assert announced_rpm({}) is None and limit_headers(object()) is None
+
+
+async def test_a_long_calm_forgets_the_adaptive_rate(monkeypatch: pytest.MonkeyPatch) -> None:
+    limiter = Limiter("m")
+    async with limiter.slot() as slot:
+        slot.limited(None, announced_rpm=60)
+    assert limiter.current_rate() == 1
+    monkeypatch.setattr(limiter, "_last_decrease", time.monotonic() - 61)
+    async with limiter.slot():
+        pass
+    assert limiter.current_rate() is None
