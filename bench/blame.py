@@ -355,7 +355,9 @@ async def bench_shape(
     changed = await optimized(folder, store, optimize_calls) if optimize_calls else []
     failing = lib.failing_of_experiment(store, result.experiment_id)
     start = time.perf_counter()
-    blames = await lib.blame_all(store, failing, lib.BlameOptions(samples=samples, counterfactuals=kinds))
+    budget = lib.DEFAULT_BUDGET_CALLS * len(failing)  # the whole blame's: each failing example as before
+    blaming = lib.BlameOptions(samples=samples, budget_calls=budget, counterfactuals=kinds)
+    blames = await lib.blame_all(store, failing, blaming)
     seconds = time.perf_counter() - start
     top1 = top2 = 0
     by_kind: dict[str, dict[str, int]] = {}
