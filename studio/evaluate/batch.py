@@ -315,7 +315,7 @@ async def run_prepared(
             concurrency=options.concurrency,
             executor=executor,
             experiment_id=experiment_id,
-            run_options=RunOptions(cache=options.cache, models=dict(options.models)),
+            run_options=RunOptions(cache=options.cache, models=dict(options.models), version=options.version),
             progress=progress,
             retry_errors=prepared.retry_errors,
         )

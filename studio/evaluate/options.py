@@ -35,6 +35,8 @@ class BatchOptions:
     concurrency: int = DEFAULT_CONCURRENCY
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    version: str | None = None
+    """The flow version the runs record (`NAME@REF`'s id, or the working files' content hash)."""
 
     def config(self, plan: Plan, dataset: Dataset) -> dict[str, Any]:
         """The experiment's config: the options with absolute paths, plus what they resolved to."""

@@ -119,6 +119,17 @@ def export_flow(
     return Export(out, package, distribution, written, list(embedded.values()), notes, extras, after)
 
 
+def flow_contents(flow: Flow) -> tuple[str, dict[str, bytes], list[str]]:
+    """What an export embeds, as bytes: the flow file's relative path, every file it reads by its
+    POSIX path relative to their common folder (the one `export_flow` lays out), and notes on what
+    was left out. Refused (InputError) when a file lies outside the project root."""
+    files, walked, notes = _reachable_files(compile_flow(flow))
+    _confined(flow, files)
+    root = Path(os.path.commonpath([*walked, *(p.parent for p in files)]))
+    contents = {path.relative_to(root).as_posix(): _embedded_bytes(flow, path) for path in files}
+    return _resolved(flow).relative_to(root).as_posix(), contents, notes
+
+
 def run_needs(plan: Plan) -> tuple[list[str], list[str]]:
     """The extras the flow needs installed to run as written, and the commands to run after."""
     if _uses_local(plan):

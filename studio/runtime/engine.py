@@ -68,6 +68,9 @@ class RunOptions:
     Also on whenever a hook has `wants_tokens = True`; off, calls are made whole (faster)."""
     max_concurrency: int | None = None
     """Nodes running at once; None: the engine's (`DEFAULT_MAX_CONCURRENCY`)."""
+    version: str | None = None
+    """The version id the run records (a published version, or the working files' content hash);
+    None: the flow file's own content hash."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
@@ -500,6 +503,7 @@ class Engine:
             options=asdict(options),
             experiment_id=experiment_id,
             parent_run_id=parent_run_id,
+            version=options.version or flow.hash,
         )
         await self.store.commit_run(record, flow.text)
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps)

@@ -81,6 +81,8 @@ class RunRecord:
     """The id of the process running it (the last one to resume it); None for runs recorded before it was kept."""
     host: str | None = field(default_factory=this_host)
     """The host of that process: only there can a store tell whether it is gone."""
+    version: str | None = None
+    """The flow version it ran: a published version's id, else the content hash of the working files."""
 
 
 @dataclass
@@ -181,6 +183,8 @@ class RunFilter:
     since: str | None = None
     until: str | None = None
     experiment_id: str | None = None
+    version: str | None = None
+    """A version id or its beginning."""
 
     def accepts(self, run: RunRecord) -> bool:
         """The same test the SQL `WHERE` makes (and the status as read), for stores kept in memory."""
@@ -190,6 +194,7 @@ class RunFilter:
             and (self.since is None or run.started_at >= self.since)
             and (self.until is None or run.started_at < self.until)
             and (self.experiment_id is None or run.experiment_id == self.experiment_id)
+            and (self.version is None or (run.version or "").startswith(self.version))
         )
 
 

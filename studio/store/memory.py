@@ -20,9 +20,10 @@ from studio.store.base import (
     now,
     this_host,
 )
+from studio.store.versions import MemoryVersions
 
 
-class MemoryStore(QuickWrites):
+class MemoryStore(QuickWrites, MemoryVersions):
     """Same contract as the SQLite store, kept in dictionaries."""
 
     def __init__(self) -> None:

@@ -40,8 +40,10 @@ from studio.store.rows import (
     apply_rows,
 )
 from studio.store.rows import values as row_values
+from studio.store.versions import SQLiteVersions
+from studio.store.versions import migrate as _migrate_v5
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The schema `MIGRATIONS` bring a store to (PRAGMA user_version)."""
 LIVE = ("running", "interrupted")
 """Statuses told apart only when read: the process of a `running` row may be gone."""
@@ -105,7 +107,7 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
-MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4]
+MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4, _migrate_v5]
 
 
 def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:
@@ -166,7 +168,7 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
-class SQLiteStore:
+class SQLiteStore(SQLiteVersions):
     """The default store: one file, many processes, crash-safe.
 
     The engine writes through the `commit_*` methods, which go through one group-commit writer
@@ -372,6 +374,7 @@ def _where(where: RunFilter | None) -> tuple[str, list[str]]:
         ("started_at >= ?", where.since),
         ("started_at < ?", where.until),
         ("experiment_id = ?", where.experiment_id),
+        ("instr(version, ?) = 1", where.version),
     ]
     used = [(test, value) for test, value in tests if value is not None]
     clause = "WHERE " + " AND ".join(test for test, _ in used) if used else ""
