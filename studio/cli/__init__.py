@@ -23,6 +23,7 @@ from studio.cli import (
     running,
     runs,
     serve,
+    versions,
 )
 from studio.cli.hardening import GuardedGroup
 
@@ -56,6 +57,12 @@ for command in (
     mcp.mcp,
     serve.serve,
     importing.import_group,
+    versions.publish,
+    versions.versions,
+    versions.tag,
+    versions.untag,
+    versions.diff,
+    versions.promote,
 ):
     main.add_command(command)
 

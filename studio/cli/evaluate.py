@@ -91,7 +91,13 @@ def batch(
         raise InputError(
             "give a FLOW and --data, or --resume EXPERIMENT_ID", field="FLOW" if flow is None else "--data"
         )
+    version = None
+    if flow is not None:
+        from studio.cli.versions import flow_and_version
+
+        flow, version = flow_and_version(flow, db)  # NAME@TAG / NAME@ID: the published snapshot
     options = BatchOptions(
+        version=version,
         flow=flow or "",
         data=data or "",
         map_inputs=pairs(map_inputs, "--map", parse_json=False),

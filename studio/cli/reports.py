@@ -27,6 +27,7 @@ def run_row(run: RunRecord) -> dict[str, Any]:
         "ended_at": run.ended_at,
         "tokens": run.tokens,
         "cost_usd": round(run.cost_usd, 10),
+        "version": run.version,
     }
 
 
@@ -122,6 +123,8 @@ def print_trace(
     console.print(
         _text(f"run {run.run_id} of {_plain(run.flow)}: {run.status}  tokens {run.tokens}  cost ${run.cost_usd:.6f}"),
     )
+    if run.version:
+        console.print(_text(f"version {run.version[:12]}"))
     rows = [
         [_plain(step.node), step.status, str(step.attempt), str(step.tokens), f"{step.cost_usd:.6f}",
          _seconds(step.started_at, step.ended_at), _plain(step.error) if step.error else _short(step.outputs, 200)]

@@ -18,10 +18,11 @@ from studio.cli.common import (
     stored_options,
 )
 from studio.cli.hardening import user_options
+from studio.cli.versions import flow_and_version
 
 
 @click.command()
-@click.argument("flow", type=click.Path(dir_okay=False))
+@click.argument("flow", type=click.Path(dir_okay=False), metavar="FLOW | NAME@TAG | NAME@ID")
 @click.option(
     "-i",
     "--input",
@@ -70,6 +71,7 @@ def run(
 
     if otlp:
         os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp  # read by the runner, for this process only
+    flow, version = flow_and_version(flow, flags["db"])  # NAME@TAG / NAME@ID: the published snapshot
     given = load_json(inputs_file.read(), "--inputs") if inputs_file else {}
     if not isinstance(given, dict):
         raise click.BadParameter("must hold a JSON object", param_hint="--inputs")
@@ -78,6 +80,7 @@ def run(
     options = options_from(None, flags)
     options.models = pairs(models, "--model", parse_json=False)
     options.stream = stream
+    options.version = version
     check_aliases(loaded, options.models)
     require_models(compile_flow(loaded, options.models))  # keys set, local models there: before any node runs
     printer = TokenPrinter()

@@ -24,9 +24,12 @@ from studio.cli.common import (
     default=None,
     type=click.Choice(["running", "succeeded", "failed", "waiting", "cancelled", "interrupted"]),
 )
+@click.option(
+    "--version", "version", default=None, metavar="ID", help="Only runs of this flow version (an id or its beginning)."
+)
 @db_option
 @json_option
-def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_json: bool) -> None:
+def runs(limit: int, flow: str | None, status: str | None, version: str | None, db: str | None, as_json: bool) -> None:
     """List recorded runs, newest first.
 
     Example: flowstudio runs --limit 10 --json
@@ -34,7 +37,12 @@ def runs(limit: int, flow: str | None, status: str | None, db: str | None, as_js
     from studio.cli.reports import print_runs, run_row
 
     store = open_store(db)
-    records = store.list_runs(limit=limit, flow=flow, status=status)
+    if version is None:
+        records = store.list_runs(limit=limit, flow=flow, status=status)
+    else:
+        from studio.store.base import RunFilter
+
+        records = store.query_runs(RunFilter(flow=flow, status=status, version=version.lower()), limit=limit)
     if as_json:
         print_json([run_row(r) for r in records])
     else:
