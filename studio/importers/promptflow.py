@@ -196,6 +196,9 @@ def _input(spec: Any) -> dict[str, Any]:
 def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
     kind = str(node.get("type", "")).lower()
     source = node.get("source") or {}
+    if node.get("aggregation"):
+        entry.refuse("an aggregation node runs once over a whole batch: score batches with `flowstudio batch --metric`")
+        return
     if source.get("type") not in (None, "code"):
         entry.refuse(f"tool from a package ({source.get('tool') or source.get('type')}): no built-in equivalent")
         return

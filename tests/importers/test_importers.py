@@ -139,3 +139,37 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     )
     assert run.exit_code == 0, run.output
     assert json.loads((tmp_path / "d.jsonl").read_text()) == {"answer": "App", "url": "https://a.example"}
+
+
+def test_dify_answer_template_and_assigner_run_on_the_chat_query(tmp_path: Path) -> None:
+    out = tmp_path / "chat.yaml"
+    imported = import_dify(FIXTURES / "dify" / "chat-remember.yml")
+    assert [n.status for n in imported.report.nodes].count("approximated") == 1  # the assigner
+    write_import(imported, out)
+    result = run_flow(out, {"query": "Cats are great"}, db=tmp_path / "db.sqlite")
+    assert result.outputs == {"answer": "We are talking about cats. You said: Cats are great"}
+
+
+def test_a_python_node_that_returns_a_list_reads_the_scripted_reply(tmp_path: Path) -> None:
+    out = tmp_path / "ner.yaml"
+    imported = import_promptflow(FIXTURES / "promptflow" / "named-entity-recognition")
+    assert imported.flow["nodes"]["ner_llm"]["config"]["system"].startswith("Your task is to find entities")
+    write_import(imported, out)
+    override = dict([_script(tmp_path, 'data scientist, "finance manager".').split("=")])
+    result = run_flow(out, {}, model_overrides=override, db=tmp_path / "db.sqlite")
+    assert result.outputs == {"entities": ["data scientist", "finance manager"]}
+
+
+def test_an_aggregation_node_is_not_converted(tmp_path: Path) -> None:
+    folder = tmp_path / "eval"
+    folder.mkdir()
+    (folder / "calc.py").write_text(
+        "from promptflow import tool\n\n\n@tool\ndef calc(grades: list) -> float:\n    return 1.0\n"
+    )
+    (folder / "flow.dag.yaml").write_text(
+        "inputs:\n  grade:\n    type: string\noutputs: {}\nnodes:\n- name: calculate_accuracy\n  type: python\n"
+        "  source:\n    type: code\n    path: calc.py\n  inputs:\n    grades: ${inputs.grade}\n  aggregation: true\n"
+    )
+    report = import_promptflow(folder).report
+    assert report.nodes[0].status == "not converted" and "aggregation" in report.nodes[0].notes[0]
+    assert report.nodes[0].line == 6
