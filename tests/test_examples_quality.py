@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from studio.flow.spec import load_flow
 from studio.models.local import is_installed
@@ -53,16 +54,38 @@ async def ticket_triage(row: dict[str, Any]) -> bool:
     return bool(outputs["category"] == row["category"])
 
 
+async def route_question(row: dict[str, Any]) -> bool:
+    """Exact route (the branch taken)."""
+    outputs, _ = await _run("route-question", {"question": row["question"]})
+    return bool(outputs["route"] == row["route"])
+
+
 async def handbook_qa(row: dict[str, Any]) -> bool:
     """The handbook's fact (one of its phrasings) is in the answer."""
     outputs, _ = await _run("handbook-qa", {"question": row["question"]})
     return any(fact.lower() in outputs["answer"].lower() for fact in row["facts"])
 
 
+def _demo_words(*flows: str) -> set[str]:
+    """Words of five letters or more in the demos' inputs of these flow files (what a copy would leak)."""
+    words: set[str] = set()
+    for flow in flows:
+        for node in yaml.safe_load((FLOWS / flow).read_text(encoding="utf-8"))["nodes"].values():
+            for demo in node.get("config", {}).get("demos", []):
+                inputs = " ".join(str(v) for k, v in demo.items() if k != "text")
+                words |= set(re.findall(r"[a-z]{5,}", inputs.lower()))
+    return words
+
+
 async def summarise_reviews(row: dict[str, Any]) -> bool:
-    """The overall summary names something only its input says (no demo says it)."""
+    """The overall summary names something only its input says, and no summary what only a demo says."""
     outputs, _ = await _run("summarise-reviews", {"reviews": row["reviews"]})
-    return any(name in outputs["overall"].lower() for name in row["names"])
+    said = " ".join([outputs["overall"], *(r["summary"] for r in outputs["per_review"])]).lower()
+    leaked = _demo_words("summarise-reviews.yaml", "parts/summarise-one.yaml") - set(
+        re.findall(r"[a-z]+", " ".join(row["reviews"]).lower())
+    )
+    named = any(name in outputs["overall"].lower() for name in row["names"])
+    return named and not leaked & set(re.findall(r"[a-z]+", said))
 
 
 async def draft_critique_revise(row: dict[str, Any]) -> bool:
@@ -77,6 +100,7 @@ async def draft_critique_revise(row: dict[str, Any]) -> bool:
 METRICS: dict[str, Callable[[dict[str, Any]], Awaitable[bool]]] = {
     "ticket-triage": ticket_triage,
     "handbook-qa": handbook_qa,
+    "route-question": route_question,
     "summarise-reviews": summarise_reviews,
     "draft-critique-revise": draft_critique_revise,
 }
