@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,11 @@ def literal(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: literal(v) for k, v in value.items()}
     return value
+
+
+def jmes(parts: list[str]) -> str:
+    """A JMESPath reading nested fields `parts` (names that are not identifiers quoted)."""
+    return ".".join(p if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", p) else json.dumps(p) for p in parts)
 
 
 @dataclass

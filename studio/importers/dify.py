@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import FlowError
-from studio.importers.build import FlowBuilder, Imported, literal
+from studio.importers.build import FlowBuilder, Imported, jmes, literal, slug
 from studio.importers.report import ImportReport, NodeReport
-from studio.importers.sources import load_yaml, tool_function
+from studio.importers.sources import load_yaml, sandbox_notes, tool_function
 
 _VAR = re.compile(r"\{\{#([A-Za-z0-9_\-]+)\.([A-Za-z0-9_.\-]+)#\}\}")
 INPUT_TYPES = {"text-input": "str", "paragraph": "str", "select": "str", "number": "float"}
@@ -71,13 +71,13 @@ class _Ctx:
         node_id, kind = self.ids[head], self.kind(head)
         port = PORTS.get(kind, {}).get(var)
         if kind == "code":
-            return self.b.field(f"${node_id}.result", var, node_id)
+            return self.b.field(f"${node_id}.result", jmes([var, *rest]), node_id)
         if kind == "iteration":
             return self.b.field(f"${node_id}.results", "[*].output", node_id)
         if port is None:
             port = var
         wire = f"${node_id}.{port}"
-        return self.b.field(wire, ".".join(rest), node_id) if rest else wire
+        return self.b.field(wire, jmes(rest), node_id) if rest else wire
 
     def _outer(self, selector: list[str]) -> str:
         name = re.sub(r"[^a-z0-9_]", "_", f"{selector[0]}_{selector[1]}".lower())
@@ -371,10 +371,8 @@ def _code(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] 
         return None
     inputs = _named_inputs(ctx, data)
     call = ", ".join(f"{n}={n}" for n in inputs if n in func.params)
-    if func.foreign:
-        entry.approximate(
-            f"imports {', '.join(sorted(set(func.foreign)))}: code.python's sandbox has the standard library only"
-        )
+    for note in sandbox_notes(func):
+        entry.approximate(note)
     return {
         "type": "code.python",
         "inputs": inputs,
@@ -471,7 +469,7 @@ def _pairs(text: Any) -> dict[str, str]:
 
 
 def _http(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
-    base = slug_of(ctx, data, "http")
+    base = slug(str(data.get("title") or ""), "http")
     inputs: dict[str, Any] = {"url": _text_input(ctx, str(data.get("url") or ""), f"{base}_url")}
     config: dict[str, Any] = {"method": str(data.get("method") or "get").upper()}
     headers = _pairs(data.get("headers"))
@@ -497,12 +495,6 @@ def _http(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
         if body.get("type") != "json":
             entry.approximate(f"a {body.get('type')} body is sent as text")
     return {"type": "tool.http", "inputs": inputs, "config": config}
-
-
-def slug_of(ctx: _Ctx, data: dict[str, Any], fallback: str) -> str:
-    from studio.importers.build import slug
-
-    return slug(str(data.get("title") or ""), fallback)
 
 
 def _knowledge(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:

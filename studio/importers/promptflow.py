@@ -9,9 +9,9 @@ from typing import Any
 
 from studio.errors import FlowError
 from studio.flow.loader import Document
-from studio.importers.build import FlowBuilder, Imported, literal
+from studio.importers.build import FlowBuilder, Imported, jmes, literal
 from studio.importers.report import ImportReport, NodeReport
-from studio.importers.sources import REQUIRED, load_yaml, read_text, tool_function
+from studio.importers.sources import REQUIRED, load_yaml, read_text, sandbox_notes, tool_function
 
 _REF = re.compile(r"^\$\{([A-Za-z_][\w-]*)\.([\w.-]+)\}$")
 _ROLE = re.compile(r"^[ \t]*#[ \t]*(system|user|assistant|function|tool)[ \t]*:[ \t]*$", re.I | re.M)
@@ -35,7 +35,7 @@ class _Ctx:
         self.kinds: dict[str, str] = {}
         self.skippable: set[str] = set()
 
-    def wire(self, value: Any, near: str) -> Any:
+    def wire(self, value: Any) -> Any:
         """A source value as a flow value: `${...}` references become wires."""
         if not isinstance(value, str) or not (m := _REF.match(value.strip())):
             return literal(value)
@@ -44,7 +44,7 @@ class _Ctx:
             return f"$inputs.{rest}"
         node_id = self.ids[head]
         port = PORTS.get(self.kinds[head], "result")
-        path = rest.split(".", 1)[1] if "." in rest else ""
+        path = jmes(rest.split(".")[1:])
         return self.b.field(f"${node_id}.{port}", path, node_id) if path else f"${node_id}.{port}"
 
 
@@ -77,7 +77,7 @@ def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Impo
             ctx.b.placeholder(ctx.ids[node["name"]], f"{node['name']} ({node.get('type')})", entry.notes[-1])
     for name, spec in (data.get("outputs") or {}).items():
         ref = spec.get("reference") if isinstance(spec, dict) else spec
-        ctx.b.outputs[name] = ctx.wire(ref, name)
+        ctx.b.outputs[name] = ctx.wire(ref)
     for entry in report.nodes:
         if entry.status == "not converted" and allow_placeholders:
             ctx.b.retarget(ctx.ids[entry.source], "result")
@@ -229,7 +229,7 @@ def _activate(ctx: _Ctx, node: dict[str, Any], spec: dict[str, Any], entry: Node
         if any(d in ctx.skippable for d in _deps(node)):
             ctx.skippable.add(node["name"])
         return
-    when = ctx.wire(activate.get("when"), "when")
+    when = ctx.wire(activate.get("when"))
     if not isinstance(when, str) or not when.startswith("$"):
         entry.refuse("`activate.when` is not a reference")
         return
@@ -249,7 +249,7 @@ def _template_inputs(ctx: _Ctx, node: dict[str, Any], text: str, llm: bool) -> t
     from studio.flow import templates
 
     given = {k: v for k, v in (node.get("inputs") or {}).items() if not (llm and k in LLM_SETTINGS)}
-    inputs = {k: ctx.wire(v, k) for k, v in given.items()}
+    inputs = {k: ctx.wire(v) for k, v in given.items()}
     try:
         used = templates.variables(text)
     except Exception as err:
@@ -375,7 +375,7 @@ def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
     deps = {d for v in given.values() for d in _refs(v)}
     inputs: dict[str, Any] = {}
     for name, value in given.items():
-        wire = ctx.wire(value, name)
+        wire = ctx.wire(value)
         if len(deps) > 1 and any(d in ctx.skippable for d in _refs(value)):
             default = func.params.get(name, None)
             merge = ctx.b.new_id(f"{ctx.ids[node['name']]}_{name}")
@@ -391,10 +391,8 @@ def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
     if missing:
         entry.refuse(f"required parameter {missing[0]!r} has no input")
         return None
-    if func.foreign:
-        entry.approximate(
-            f"imports {', '.join(sorted(set(func.foreign)))}: code.python's sandbox has the standard library only"
-        )
+    for note in sandbox_notes(func):
+        entry.approximate(note)
     call = ", ".join(f"{n}={n}" for n in given if n in func.params)
     code = f"{func.code}\n\nresult = {func.name}({call})\n"
     return {"type": "code.python", "inputs": inputs, "config": {"code": code}}

@@ -4,6 +4,7 @@ the source folder and capped in size, Python only parsed (never imported or run)
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,12 @@ class Function:
     """The module's source with the `@tool` decorator and the promptflow imports taken out."""
     foreign: list[str]
     """Imported modules outside the standard library (besides promptflow)."""
+    network: list[str]
+    """Imported modules that reach the network (code.python has none)."""
 
 
+NETWORK = {"urllib", "http", "socket", "ssl", "requests", "httpx", "aiohttp", "urllib3"}
+"""Top-level modules whose use means network access."""
 REQUIRED = object()
 """Marks a parameter with no default."""
 
@@ -80,7 +85,21 @@ def tool_function(source: str, decorator: str = "tool") -> Function:
             drop |= set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         foreign += [m for m in modules if m.split(".")[0] not in sys.stdlib_module_names | {"promptflow"}]
     code = "\n".join(line for i, line in enumerate(source.splitlines(), 1) if i not in drop)
-    return Function(func.name, _params(func.args), _annotations(func.args), code.strip("\n") + "\n", foreign)
+    code = re.sub(r"\n{4,}", "\n\n\n", code).strip("\n") + "\n"
+    network = sorted({m for node in tree.body for m in _imported(node) if m.split(".")[0] in NETWORK})
+    return Function(func.name, _params(func.args), _annotations(func.args), code, foreign, network)
+
+
+def sandbox_notes(func: Function) -> list[str]:
+    """What will not work in code.python's sandbox: third-party modules, the network."""
+    notes = []
+    if func.foreign:
+        notes.append(
+            f"imports {', '.join(sorted(set(func.foreign)))}: code.python's sandbox has the standard library only"
+        )
+    if func.network:
+        notes.append(f"uses {', '.join(func.network)}: code.python has no network; a tool.http node fetches URLs")
+    return notes
 
 
 def _names(node: ast.expr, name: str) -> bool:

@@ -73,6 +73,15 @@ def test_variants_keep_the_default_and_field_references_become_extracts(tmp_path
     summary = next(n for n in imported.report.nodes if n.source == "summarize_text_content")
     assert "variant_1 (the default) taken; not imported: variant_0" in summary.notes[0]
     assert nodes["fetch_text_content_from_url"]["type"] == "code.python"
+    fetch = next(n for n in imported.report.nodes if n.source == "fetch_text_content_from_url")
+    assert fetch.status == "approximated" and "no network" in fetch.notes[0]
+    assert "\n\n\n\n" not in nodes["convert_to_dict"]["config"]["code"]
+
+
+def test_field_names_that_are_not_identifiers_are_quoted_in_the_extract_path() -> None:
+    from studio.importers.build import jmes
+
+    assert jmes(["a", "my-field", "b"]) == 'a."my-field".b'
 
 
 @pytest.mark.parametrize("name", ["pf-cycle", "pf-missing-ref"])
