@@ -75,7 +75,7 @@ def _own_node(path: str) -> str:
     return re.split(r"[.\[]", path, maxsplit=1)[0]
 
 
-def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path) -> EditorRun:
+def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path | str) -> EditorRun:
     """Run the saved flow at `path` in a thread; every node starts as `pending`."""
     run = EditorRun(statuses=dict.fromkeys(nodes, "pending"), inputs=dict(values))
 

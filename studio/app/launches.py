@@ -51,11 +51,14 @@ class Launch:
     """ISO 8601, UTC."""
 
 
-def launch_dir(db: Path) -> Path:
+def launch_dir(db: Path | str) -> Path:
+    """Where launches are recorded: beside a SQLite file; under `.flowstudio/` for a PostgreSQL URL."""
+    if isinstance(db, str):
+        return Path.cwd() / ".flowstudio" / "postgres.launches"
     return db.parent / f"{db.name}.launches"
 
 
-def start(db: Path, kind: str, flow: str, args: list[str], *, cwd: Path | None = None) -> Launch:
+def start(db: Path | str, kind: str, flow: str, args: list[str], *, cwd: Path | None = None) -> Launch:
     """Start `flowstudio KIND FLOW ARGS --json --db DB` in its own session; returns its record."""
     token = new_id()
     folder = launch_dir(db)
@@ -73,7 +76,7 @@ def start(db: Path, kind: str, flow: str, args: list[str], *, cwd: Path | None =
     return record
 
 
-def launches(db: Path) -> list[Launch]:
+def launches(db: Path | str) -> list[Launch]:
     """Every launch recorded next to `db`, newest first."""
     folder = launch_dir(db)
     if not folder.is_dir():
@@ -128,7 +131,7 @@ def state(experiment: ExperimentRecord, launch: Launch | None = None) -> State:
     return "finished"
 
 
-def by_token(db: Path) -> dict[str, Launch]:
+def by_token(db: Path | str) -> dict[str, Launch]:
     return {launch.token: launch for launch in launches(db)}
 
 
@@ -137,7 +140,7 @@ def launch_of(experiment: ExperimentRecord, known: dict[str, Launch]) -> Launch 
     return known.get(token) if isinstance(token, str) else None
 
 
-def pending(db: Path, experiments: list[ExperimentRecord]) -> list[tuple[Launch, State]]:
+def pending(db: Path | str, experiments: list[ExperimentRecord]) -> list[tuple[Launch, State]]:
     """Launches that have no experiment yet: still starting, or failed before making one."""
     tied = {(e.summary or {}).get("launch") for e in experiments}
     return [

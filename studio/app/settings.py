@@ -9,26 +9,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from studio.cli.launch import DIR_ENV
-from studio.store import SQLiteStore, default_db_path
+from studio.store import db_location
+from studio.store import open_store as open_at
+from studio.store.base import Store
 
 
 @dataclass(frozen=True)
 class Settings:
-    """`db`: the SQLite store; `flows_dir`: where the Run page looks for flows."""
+    """`db`: the store (a SQLite file or a PostgreSQL URL); `flows_dir`: where the Run page looks for flows."""
 
-    db: Path
+    db: Path | str
     flows_dir: Path
 
 
 def settings() -> Settings:
     """From `FLOWSTUDIO_DB` and `FLOWSTUDIO_STUDIO_DIR`, which `flowstudio studio` sets."""
-    return Settings(db=default_db_path(), flows_dir=Path(os.environ.get(DIR_ENV, ".")))
+    return Settings(db=db_location(), flows_dir=Path(os.environ.get(DIR_ENV, ".")))
 
 
 @contextmanager
-def open_store() -> Iterator[SQLiteStore]:
+def open_store() -> Iterator[Store]:
     """A store for one script run; each run of a page opens and closes its own connection."""
-    store = SQLiteStore(settings().db)
+    store = open_at(settings().db)
     try:
         yield store
     finally:

@@ -6,7 +6,6 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -58,9 +57,10 @@ def print_json(data: Any) -> None:
 
 
 def open_store(db: str | None) -> Any:
-    from studio.store import SQLiteStore, default_db_path
+    """The store `--db` (else FLOWSTUDIO_DB) names; one it cannot open is bad input (exit 2)."""
+    from studio.store import open_store as open_at
 
-    return SQLiteStore(Path(db) if db else default_db_path())
+    return friendly(open_at)(db)
 
 
 def full_run_id(given: str, db: str | None) -> str:
@@ -75,7 +75,7 @@ def full_run_id(given: str, db: str | None) -> str:
 
 
 db_option = click.option(
-    "--db", type=click.Path(dir_okay=False), help="SQLite store (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
+    "--db", type=click.Path(dir_okay=False), help="SQLite file or postgresql:// URL (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
 )
 
 

@@ -41,9 +41,10 @@ def streamlit_command(port: int, address: str = LOOPBACK, script: Path = MAIN) -
     ]  # fmt: skip
 
 
-def studio_env(db: Path, flows_dir: Path) -> dict[str, str]:
+def studio_env(db: Path | str, flows_dir: Path) -> dict[str, str]:
     """The environment the app reads its settings from."""
-    return {**os.environ, "FLOWSTUDIO_DB": str(db.resolve()), DIR_ENV: str(flows_dir.resolve())}
+    where = db if isinstance(db, str) else str(db.resolve())
+    return {**os.environ, "FLOWSTUDIO_DB": where, DIR_ENV: str(flows_dir.resolve())}
 
 
 @click.command()
@@ -76,11 +77,11 @@ def studio(directory: str, port: int | None, address: str, db: str | None) -> No
     if importlib.util.find_spec("streamlit") is None:
         click.echo("error: the studio needs its extra: pip install 'flowstudio[studio]'", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    from studio.store import default_db_path
+    from studio.store import db_location, shown
 
     chosen = port or free_port(address)
-    db_path = Path(db) if db else default_db_path()
-    click.echo(f"Flowstudio studio on http://{address}:{chosen}  (flows: {directory}, store: {db_path})")
+    db_path = db_location(db)
+    click.echo(f"Flowstudio studio on http://{address}:{chosen}  (flows: {directory}, store: {shown(db_path)})")
     sys.stdout.flush()
     command = streamlit_command(chosen, address)
     os.execve(command[0], command, studio_env(db_path, Path(directory)))

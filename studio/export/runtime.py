@@ -26,7 +26,7 @@ from studio.flow import paths
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions, RunResult
-from studio.store import MemoryStore, SQLiteStore
+from studio.store import MemoryStore, open_store
 from studio.store.base import Store
 from studio.types import value_from_text
 
@@ -81,7 +81,7 @@ async def run_embedded(
     overrides = dict(models or {})
     check_models(flow_file, overrides)
     plan = _plan(str(Path(flow_file).resolve()), tuple(sorted(overrides.items())))
-    store: Store = SQLiteStore(Path(db)) if db is not None else MemoryStore()
+    store: Store = open_store(db) if db is not None else MemoryStore()
     try:
         with paths.rooted(package_root(Path(flow_file).resolve()), force=True):
             return await Engine(store).run(plan, dict(inputs), options=RunOptions(models=overrides))

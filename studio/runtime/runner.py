@@ -12,7 +12,7 @@ from studio.flow.spec import load_flow
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunOptions, RunResult
 from studio.runtime.hooks import Hook
-from studio.store import SQLiteStore, default_db_path
+from studio.store import open_store
 from studio.telemetry import hooks_from_env
 
 
@@ -20,7 +20,7 @@ from studio.telemetry import hooks_from_env
 async def _engine(
     db: str | Path | None, max_concurrency: int | None, hooks: list[Hook] | None
 ) -> AsyncIterator[Engine]:
-    store = SQLiteStore(Path(db) if db else default_db_path())
+    store = open_store(db)
     exporters = hooks_from_env()  # OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set
     try:
         yield Engine(

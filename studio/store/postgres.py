@@ -23,6 +23,7 @@ from typing import Any, TypeVar, cast
 import psycopg
 from psycopg_pool import ConnectionPool
 
+from studio.errors import InputError
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
@@ -41,6 +42,8 @@ from studio.store.rows import values as row_values
 
 Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 LIVE = ("running", "interrupted")
+CONNECT_TIMEOUT_S = 10.0
+"""How long opening the store waits for the server."""
 MIGRATION_LOCK = 7_246_113_905
 """The advisory lock key taken while the schema is migrated."""
 
@@ -213,6 +216,11 @@ class PostgresStore(PostgresVersions):
         self.url = url
         self.path = shown_url(url)
         """What messages name the store by (the URL without its password)."""
+        try:
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S)).close()
+        except psycopg.Error as err:
+            reason = str(err).strip().splitlines()[-1]
+            raise InputError(f"cannot reach PostgreSQL at {self.path}: {reason}", field="--db") from err
         self.pool = ConnectionPool(
             url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, name="flowstudio"
         )
