@@ -75,7 +75,9 @@ def full_run_id(given: str, db: str | None) -> str:
 
 
 db_option = click.option(
-    "--db", type=click.Path(dir_okay=False), help="SQLite file or postgresql:// URL (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
+    "--db",
+    type=click.Path(dir_okay=False),
+    help="SQLite file or postgresql:// URL (default: $FLOWSTUDIO_DB, .flowstudio/flowstudio.db).",
 )
 
 
