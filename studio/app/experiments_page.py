@@ -97,6 +97,9 @@ def _body(was_busy: bool) -> None:
     if experiment.kind == "optimize":
         if state == "finished":
             optimize_panel.render(experiment.summary or {}, experiment.flow)
+    elif experiment.kind == "blame":  # no examples of its own: a batch's score cards would read "0 of 0"
+        target = experiment.config.get("target")
+        st.caption(f"The culprits of the wrong answers of batch {target}." if target else "The culprits found.")
     else:
         _cards(experiment, runs)
         if state == "finished":
@@ -116,6 +119,13 @@ def _body(was_busy: bool) -> None:
     score = st.column_config.NumberColumn("score", format="%.3f")
     runs_table(example_table(experiment, runs), "examples_table", score=score)
 
+
+CULPRITS_MEAN = (
+    "**blame**: of the re-runs of the culprit with another version (resampled, other demos, a variant), how many "
+    "turned the answer right; **interval**: the range that rate is likely in (few re-runs: wide); **flipped by**: "
+    "each kind of re-run, right answers of tries (its model calls); **calls**: model calls this example's blame spent."
+)
+"""What the culprits table's numbers mean, under it."""
 
 _COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
 
@@ -146,6 +156,7 @@ def _culprits(blamed: dict[str, Any]) -> None:
         row["run"] = trace_link(row["run"], culprits.get(row["run"]))
     run = st.column_config.LinkColumn("run", display_text=RUN_IN_LINK, help="Open the trace on the likely culprit")
     st.dataframe(rows, hide_index=True, key="blame_table", column_config={"run": run})
+    st.caption(CULPRITS_MEAN)
 
 
 def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:

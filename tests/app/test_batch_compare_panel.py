@@ -118,3 +118,23 @@ def test_the_choice_lists_the_same_flow_first_and_marks_other_data() -> None:
         "c · qa · 2026-12-01 10:00",
         "x · other · 2026-12-01 10:00 · other flow",
     ]
+
+
+def test_a_blame_shows_its_culprits_with_their_meaning_and_no_batch_cards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A selected blame read "Score —, 0 of 0 examples" (a batch's cards, for an experiment with no examples)."""
+    store = SQLiteStore(tmp_path / "flowstudio.db")
+    node = {"node": "answer", "flips": 2, "samples": 3, "calls": 3, "low": 0.2, "high": 0.9, "best": None}
+    run = {"example": "e1", "run_id": "r1", "culprit": "answer", "nodes": [node], "calls": 3}
+    try:
+        store.create_experiment(ExperimentRecord("blame1", "blame", "qa", config={"target": "batch0"}))
+        store.finish_experiment("blame1", {"runs": {"r1": run}, "failing": 1})
+    finally:
+        store.close()
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "flowstudio.db"))
+    monkeypatch.setenv(DIR_ENV, str(tmp_path))
+    app = _page(experiment="blame1")
+    assert not app.metric, [m.label for m in app.metric]  # no Score, no "0 of 0 examples"
+    assert any("culprits of the wrong answers of batch batch0" in c.value for c in app.caption)
+    assert any(c.value.startswith("**blame**: of the re-runs") for c in app.caption)  # what the numbers mean
