@@ -47,6 +47,8 @@ class _Ctx:
         self.outer: dict[str, str] = {}
         """Inside an iteration: outer wires the body reads, by the sub-flow input that carries them."""
         self.item: str | None = None
+        self.answer: str | None = None
+        """The text.template the last `answer` node became, if any (it takes the node's place)."""
 
     def kind(self, dify_id: str) -> str:
         return str(self.by_id.get(dify_id, {}).get("data", {}).get("type", ""))
@@ -175,7 +177,11 @@ def _convert_graph(
             str(data.get("type"))
         )
         if target and all(isinstance(position.get(k), int | float) for k in ("x", "y")):
-            ctx.b.layout[target] = (float(position["x"]), float(position["y"]))
+            x, y = float(position["x"]), float(position["y"])
+            if data.get("type") == "answer" and ctx.answer:
+                ctx.b.layout[ctx.answer], x = (x, y), x + 340.0
+                ctx.answer = None
+            ctx.b.layout[target] = (x, y)
     for node_id in stand_ins:
         ctx.b.retarget(node_id, "result")
     _guards(ctx, nodes, edges)
@@ -290,6 +296,7 @@ def _answer(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> None:
     inputs: dict[str, Any] = {}
     template = ctx.template(text, inputs)
     node_id = ctx.b.new_id(str(data.get("title") or "answer"), "answer")
+    ctx.answer = node_id
     ctx.b.nodes[node_id] = {
         "type": "text.template",
         "inputs": inputs,

@@ -154,6 +154,7 @@ def test_dify_answer_template_and_assigner_run_on_the_chat_query(tmp_path: Path)
     out = tmp_path / "chat.yaml"
     imported = import_dify(FIXTURES / "dify" / "chat-remember.yml")
     assert [n.status for n in imported.report.nodes].count("approximated") == 1  # the assigner
+    assert imported.layout["answer"] == (900.0, 100.0) and imported.layout["$outputs"][0] > 900.0
     write_import(imported, out)
     result = run_flow(out, {"query": "Cats are great"}, db=tmp_path / "db.sqlite")
     assert result.outputs == {"answer": "We are talking about cats. You said: Cats are great"}
