@@ -60,6 +60,16 @@ async def route_question(row: dict[str, Any]) -> bool:
     return bool(outputs["route"] == row["route"])
 
 
+async def headline(row: dict[str, Any]) -> bool:
+    """The summary invents no name the article lacks; the headline shares a word with the article."""
+    outputs, _ = await _run("headline", {"article": row["article"]})
+    article = row["article"].lower()
+    names = re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]+", outputs["summary"].strip())
+    invented = [name for name in names if name.lower() not in article]
+    shared = set(re.findall(r"[a-z]{4,}", outputs["headline"].lower())) & set(re.findall(r"[a-z]{4,}", article))
+    return not invented and bool(shared)
+
+
 async def handbook_qa(row: dict[str, Any]) -> bool:
     """The handbook's fact (one of its phrasings) is in the answer."""
     outputs, _ = await _run("handbook-qa", {"question": row["question"]})
@@ -100,6 +110,7 @@ async def draft_critique_revise(row: dict[str, Any]) -> bool:
 METRICS: dict[str, Callable[[dict[str, Any]], Awaitable[bool]]] = {
     "ticket-triage": ticket_triage,
     "handbook-qa": handbook_qa,
+    "headline": headline,
     "route-question": route_question,
     "summarise-reviews": summarise_reviews,
     "draft-critique-revise": draft_critique_revise,
