@@ -11,6 +11,7 @@ import click
 
 from studio.cli import (
     blame,
+    database,
     evaluate,
     export,
     flows,
@@ -56,6 +57,7 @@ for command in (
     export.export,
     mcp.mcp,
     serve.serve,
+    database.db_group,
     importing.import_group,
     versions.publish,
     versions.versions,
