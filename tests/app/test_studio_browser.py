@@ -319,3 +319,37 @@ def test_unsaved_edits_survive_a_reload_and_a_closed_tab_and_leaving_asks_first(
         assert not (folder / f".{name}.draft.yaml").exists()
     finally:
         again.close()
+
+
+CARDS_OVERLAPPING = """rf => {
+  const boxes = [...rf.querySelectorAll('.react-flow__node')].map(n => [n.dataset.id, n.getBoundingClientRect()]);
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  return boxes.flatMap(([id, box], i) => boxes.slice(i + 1).filter(([, other]) => meet(box, other))
+    .map(([other]) => id + ' ' + other));
+}"""
+"""Pairs of cards drawn over each other."""
+
+
+@pytest.mark.parametrize(("width", "height"), [(1440, 900), (1024, 768)])
+def test_a_palette_node_lands_whole_in_view_beside_the_selection_and_under_no_card(
+    browser: Any, server: str, width: int, height: int
+) -> None:
+    page = _editor(browser, server, width, height)
+    try:
+        new_flow(page)
+        if canvas(page).get_by_test_id("palette-search").count() == 0:  # a narrow window starts with it closed
+            canvas(page).get_by_test_id("palette-toggle").click()
+            canvas(page).get_by_test_id("canvas-fit").click()  # the node list took the pane's left
+        for node_type in ("llm.generate", "text.template", "llm.classify", "text.split"):
+            add(page, node_type)
+            page.wait_for_timeout(300)  # the view settles (it widens only when it must)
+            rf = canvas(page).locator(".react-flow")
+            assert rf.evaluate(NODES_OFF_SCREEN) == [], node_type
+            assert rf.evaluate(CARDS_OVERLAPPING) == [], node_type
+        generate = canvas(page).get_by_test_id("node-generate").bounding_box()
+        template = canvas(page).get_by_test_id("node-template").bounding_box()
+        distance = abs(template["x"] - generate["x"]) + abs(template["y"] - generate["y"])
+        assert distance < 700, "near the node selected when it was added"
+    finally:
+        shot(page, f"placed-{width}x{height}")
+        page.close()

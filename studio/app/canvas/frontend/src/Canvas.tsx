@@ -44,7 +44,6 @@ const MENU_SIZE = { width: 200, height: 170 };
 const COPY_OFFSET = 40;
 /** The node list starts open in a canvas at least this wide (a 1024 px window's is not: the flow gets its room). */
 const PALETTE_OPENS_FROM = 800;
-const NEW_NODE_OFFSET = { x: 110, y: 40 };
 const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25, minZoom: MIN_ZOOM };
 
 function minimapColor(node: CanvasNode): string {
@@ -73,23 +72,46 @@ function rounded(at: Position): Position {
 
 const GAP = 24;
 
-/** A spot near `centre` where a new node overlaps no node: scan right, then down. */
-function freeSpot(centre: Position, nodes: CanvasNode[]): Position {
+/** A new card's room: the largest card a palette type gets (an LLM node's, with its error line), so it never lands half outside or on another. */
+const ROOM = { width: 380, height: 200 };
+
+interface Area {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * A spot for a new node: the free one nearest `start` (the centre of the view, or beside the
+ * selected node) that lies inside the `visible` part of the canvas; else the first free one
+ * scanning right, then down (the view then widens to show it).
+ */
+function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): Position {
   const overlaps = (at: Position) =>
     nodes.some((n) => {
       const width = n.measured?.width ?? NEW_CARD.width;
       const height = n.measured?.height ?? NEW_CARD.height;
       return (
         at.x < n.position.x + width + GAP &&
-        n.position.x < at.x + NEW_CARD.width + GAP &&
+        n.position.x < at.x + ROOM.width + GAP &&
         at.y < n.position.y + height + GAP &&
-        n.position.y < at.y + NEW_CARD.height + GAP
+        n.position.y < at.y + ROOM.height + GAP
       );
     });
-  const start = { x: centre.x - NEW_NODE_OFFSET.x, y: centre.y - NEW_NODE_OFFSET.y };
+  const inside = (at: Position) =>
+    !visible ||
+    (at.x >= visible.x && at.y >= visible.y && at.x + ROOM.width <= visible.x + visible.width && at.y + ROOM.height <= visible.y + visible.height);
+  const near: Position[] = [];
+  for (let row = -6; row <= 6; row++) {
+    for (let column = -6; column <= 6; column++) near.push({ x: start.x + column * (GAP * 3), y: start.y + row * (GAP * 3) });
+  }
+  near.sort((a, b) => Math.hypot(a.x - start.x, a.y - start.y) - Math.hypot(b.x - start.x, b.y - start.y));
+  const found = near.find((at) => inside(at) && !overlaps(at));
+  if (found) return rounded(found);
   for (let row = 0; row < 8; row++) {
     for (let column = 0; column < 20; column++) {
-      const spot = { x: start.x + column * (NEW_CARD.width + GAP), y: start.y + row * (NEW_CARD.height / 2) };
+      const spot = { x: start.x + column * (ROOM.width + GAP), y: start.y + row * (ROOM.height / 2) };
       if (!overlaps(spot)) return rounded(spot);
     }
   }
@@ -122,8 +144,8 @@ function Editor({ graph, queue, dark }: Props) {
     (at: Position, rect: DOMRect) => {
       const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
       const bottomRight = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
-      const right = at.x + NEW_CARD.width;
-      const bottom = at.y + NEW_CARD.height;
+      const right = at.x + ROOM.width;
+      const bottom = at.y + ROOM.height;
       if (at.x >= topLeft.x && at.y >= topLeft.y && right <= bottomRight.x && bottom <= bottomRight.y) return;
       const x = Math.min(topLeft.x, at.x);
       const y = Math.min(topLeft.y, at.y);
@@ -147,8 +169,16 @@ function Editor({ graph, queue, dark }: Props) {
     (type: string) => {
       const rect = pane.current?.getBoundingClientRect();
       if (!rect) return;
-      const centre = { x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 };
-      const at = freeSpot(flow.screenToFlowPosition(centre), flow.getNodes());
+      const centre = flow.screenToFlowPosition({ x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 });
+      const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
+      const bottomRight = flow.screenToFlowPosition({ x: rect.right, y: rect.bottom });
+      const visible = { x: topLeft.x, y: topLeft.y, width: bottomRight.x - topLeft.x, height: bottomRight.y - topLeft.y };
+      const all = flow.getNodes();
+      const selected = all.find((n) => n.selected && !SPECIAL_NODES.has(n.id));
+      const start = selected
+        ? { x: selected.position.x + (selected.measured?.width ?? NEW_CARD.width) + GAP * 2, y: selected.position.y }
+        : { x: centre.x - ROOM.width / 2, y: centre.y - ROOM.height / 2 };
+      const at = freeSpot(start, all, visible);
       placeNode(type, at);
       widenTo(at, rect);
     },
