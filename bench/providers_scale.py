@@ -121,10 +121,13 @@ def overhead(examples: int, rounds: int, concurrency: int) -> dict[str, Any]:
     """Examples per second with and without the limiter on an unlimited provider, interleaved."""
     with_limiter: list[float] = []
     without: list[float] = []
-    for _ in range(rounds):
-        with no_limiter():
-            without.append(run_case(Schedule(), examples, concurrency)["examples_per_s"])
-        with_limiter.append(run_case(Schedule(), examples, concurrency)["examples_per_s"])
+    for number in range(rounds):
+        for limited in (True, False) if number % 2 else (False, True):  # ABBA: drifting load hits both alike
+            if limited:
+                with_limiter.append(run_case(Schedule(), examples, concurrency)["examples_per_s"])
+                continue
+            with no_limiter():
+                without.append(run_case(Schedule(), examples, concurrency)["examples_per_s"])
     on, off = statistics.median(with_limiter), statistics.median(without)
     own = limiter_own_us()
     return {
@@ -146,8 +149,8 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rates", default="20,5,100")
-    parser.add_argument("--overhead-examples", type=int, default=150)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--overhead-examples", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=8)
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import_litellm()  # once, before any clock starts
