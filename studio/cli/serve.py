@@ -66,6 +66,9 @@ def guard_options(command: F) -> F:
     show_default=True,
     help="Runs executing at once; more wait for a slot.",
 )
+@click.option(
+    "--published", is_flag=True, help="Serve each flow's version tagged prod (else its newest published), not its file."
+)
 @guard_options
 @friendly
 def serve(
@@ -78,6 +81,7 @@ def serve(
     allow_hosts: tuple[str, ...],
     allow_models: tuple[str, ...],
     max_body_bytes: int,
+    published: bool,
 ) -> None:
     """Serve a flow file, or every flow of a folder, over HTTP; prints the URL.
 
@@ -98,6 +102,7 @@ def serve(
         allow_models=allow_models,
         max_body_bytes=max_body_bytes,
         announce=_announce,
+        published=published,
     )
 
 

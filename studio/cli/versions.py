@@ -29,7 +29,7 @@ def flow_and_version(text: str, db: str | None) -> tuple[str, str | None]:
             return text, None  # the command's own loading reports what is wrong with the file
     store = open_store(db)
     try:
-        path, version = refs.flow_file(store, store.path, text)
+        path, version = refs.flow_file(store, text)
     finally:
         store.close()
     return str(path), version
@@ -210,7 +210,7 @@ def promote(reference: str, tag_name: str, data: str, expect: tuple[str, ...], m
     try:
         candidate = _resolve(store, reference)
         run = promote_version(
-            store, candidate, tag=tag_name, options=options, cache=cache_dir(store.path), min_delta=min_delta
+            store, candidate, tag=tag_name, options=options, cache=cache_dir(store), min_delta=min_delta
         )
         decided = asyncio.run(run)
     finally:

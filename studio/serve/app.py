@@ -27,6 +27,7 @@ from studio.serve.docs import docs_page
 from studio.serve.events import Event, parse_id, run_object
 from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, BearerAuth, BodyLimit, BodyTooLarge, HostGuard, Hosts
 from studio.serve.manager import Mode, NotNow, RunManager, Start
+from studio.serve.published import VersionedCatalog
 from studio.serve.schemas import add_flow_paths, check_inputs, inputs_schema
 from studio.store import SQLiteStore
 from studio.store.base import step_row
@@ -67,13 +68,15 @@ def create_app(
     hosts: Hosts | None = None,
     allow_models: tuple[str, ...] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    published: bool = False,
 ) -> FastAPI:
     """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`.
 
     `hosts` are the names a client may call it by (default: loopback only), `allow_models` the
-    model patterns a request may swap in besides the flow's own, `max_body_bytes` the largest body.
+    model patterns a request may swap in besides the flow's own, `max_body_bytes` the largest body;
+    `published` serves each flow's published version (`studio.serve.published`), not its file.
     """
-    catalog = Catalog(path, allow_models)
+    catalog = VersionedCatalog(path, allow_models, db=db, published=published)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,6 +91,7 @@ def create_app(
         finally:
             await manager.shutdown()
             store.close()
+            catalog.close()
 
     app = FastAPI(
         title="Flowstudio",
@@ -141,7 +145,8 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         served = catalog.get(name)
         check_inputs(inputs_schema(served.plan), body.inputs)
         plan = catalog.plan(served, body.models)
-        options = RunOptions(models=dict(body.models), stream=body.mode == "stream")  # tokens only when streamed
+        stream = body.mode == "stream"  # tokens only when streamed
+        options = RunOptions(models=dict(body.models), stream=stream, version=served.version)
 
         async def begin(engine: Engine) -> Any:
             return await engine.run(plan, body.inputs, options=options)

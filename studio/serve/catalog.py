@@ -40,6 +40,8 @@ class ServedFlow:
     hash: str
     plan: Plan
     """Compiled with the flow's own models; requests with `models` compile their own."""
+    version: str | None = None
+    """The published version served (`studio.serve.published`); None for the working file."""
 
     @property
     def flow(self) -> Flow:

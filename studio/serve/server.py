@@ -11,6 +11,7 @@ from studio.serve.app import create_app
 from studio.serve.catalog import Catalog
 from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, Hosts
 from studio.serve.listen import bind, read_token
+from studio.serve.published import VersionedCatalog
 from studio.store import default_db_path
 
 KEEP_ALIVE_S = 30
@@ -18,8 +19,9 @@ KEEP_ALIVE_S = 30
 pooled connections (a request sent as the server closes the connection)."""
 
 
-def check_flows(path: str | Path) -> int:
-    """How many flows `path` serves; a flow file that does not load is an error (FlowError)."""
+def check_flows(path: str | Path, published_from: str | Path | None = None) -> int:
+    """How many flows `path` serves (their published versions, from the store `published_from`);
+    a flow file that does not load is an error (FlowError)."""
     target = Path(path)
     if not target.exists():
         raise InputError(f"{path}: no such file or folder", field="PATH")
@@ -28,6 +30,12 @@ def check_flows(path: str | Path) -> int:
         from studio.runtime.compiler import compile_flow
 
         compile_flow(load_flow(target))
+    if published_from is not None:
+        catalog = VersionedCatalog(target, db=published_from, published=True)
+        try:
+            return len(catalog.flows())
+        finally:
+            catalog.close()
     return len(Catalog(target).flows())
 
 
@@ -43,13 +51,14 @@ def serve(
     allow_models: tuple[str, ...] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     announce: Callable[[str], None] = print,
+    published: bool = False,
 ) -> None:
     """Serve the flow file or folder at `path` until interrupted; raises FlowError on bad input."""
     import uvicorn
 
     token = read_token(token_env, host)
-    count = check_flows(path)
     store_path = Path(db) if db else default_db_path()
+    count = check_flows(path, store_path if published else None)
     app = create_app(
         path,
         db=store_path,
@@ -58,11 +67,13 @@ def serve(
         hosts=Hosts.of(host, allow_hosts),
         allow_models=allow_models,
         max_body_bytes=max_body_bytes,
+        published=published,
     )
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    announce(f"Serving {count} flow{'s' if count != 1 else ''} at http://{shown}:{bound} (store {store_path})")
+    what = "published flow" if published else "flow"
+    announce(f"Serving {count} {what}{'s' if count != 1 else ''} at http://{shown}:{bound} (store {store_path})")
     if host in ("0.0.0.0", "::") and not allow_hosts:
         announce("Answering only requests addressed to localhost: add --allow-host NAME for the names clients use")
     config = uvicorn.Config(

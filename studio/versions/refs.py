@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from studio.errors import InputError
+from studio.store import default_db_path
 from studio.store.versions import VersionRecord
 from studio.versions.history import VersionStore
 
@@ -103,15 +104,17 @@ def _write_files(store: VersionStore, version: VersionRecord, folder: Path) -> N
         target.chmod(0o444)
 
 
-def cache_dir(store_path: Path) -> Path:
-    """Where versions are materialised: `versions/` beside the store file."""
-    return store_path.parent / "versions"
+def cache_dir(store: object) -> Path:
+    """Where versions are materialised: `versions/` beside the store's file (a store on a server:
+    beside the default store file, `.flowstudio/versions/`)."""
+    path = getattr(store, "path", None)
+    return (path if isinstance(path, Path) else default_db_path()).parent / "versions"
 
 
-def flow_file(store: VersionStore, store_path: Path, text: str) -> tuple[Path, str | None]:
+def flow_file(store: VersionStore, text: str) -> tuple[Path, str | None]:
     """The flow file `text` names, and its version id: a reference's materialised snapshot, or a path as given (None)."""
     reference = parse(text)
     if reference is None:
         return Path(text), None
     version = resolve(store, reference)
-    return materialise(store, version, cache_dir(store_path)), version.version_id
+    return materialise(store, version, cache_dir(store)), version.version_id
