@@ -172,7 +172,10 @@ def _print_details(steps: list[StepRecord], calls: list[CallRecord], console: Co
 def _print_call(call: CallRecord, console: Console) -> None:
     hit = ", from cache" if call.cache_hit else ""
     probe = ", purpose: probe" if call.purpose == "probe" else ""  # measured by its node, not its answer
-    console.print(_text(f"model call to {call.model} ({call.input_tokens}+{call.output_tokens} tokens{hit}{probe})"))
+    retry = f", attempt {call.attempt}" if call.attempt > 1 else ""
+    waited = f", waited {call.wait_s:.2f} s" if call.wait_s >= 0.005 else ""  # backoff, Retry-After, rate limiter
+    tokens = f"{call.input_tokens}+{call.output_tokens} tokens"
+    console.print(_text(f"model call to {call.model} ({tokens}{hit}{probe}{retry}{waited})"))
     request = call.request
     if "prompt" in request:
         console.print(_text("prompt:\n" + _indent(str(request["prompt"]))))

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from studio.cli.evaluate import _pressure_column
 from studio.flow.spec import ModelSpec
 from studio.models.limiter import DECREASE, Limiter, Limits, limiter_for, pressure, turn
 from studio.models.litellm_client import LiteLLMModel, announced_rpm, limit_headers
@@ -148,6 +149,8 @@ async def test_pressure_names_the_busiest_limiter() -> None:
     waiting = asyncio.create_task(go_times(limiter, 2))
     await asyncio.sleep(0.05)
     assert pressure() == "waiting on rate limit: 1 req/s"
+    column = _pressure_column()  # the batch progress bar's column reads it at every refresh
+    assert column.render(None).plain == "waiting on rate limit: 1 req/s"
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting

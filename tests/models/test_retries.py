@@ -16,6 +16,7 @@ from studio.runtime.llm import MAX_DELAY_S, Retry
 from studio.runtime.runner import run_flow_async
 from studio.store import SQLiteStore
 from studio.store.base import CallRecord
+from tests.conftest import CLI
 
 
 def error(kind: ErrorKind, retry_after_s: float | None = None) -> ModelError:
@@ -97,3 +98,13 @@ async def test_rate_limits_past_the_budget_fail_the_call(tmp_path: Path) -> None
     status, records = await attempts(tmp_path, budget=0.2, times=50)
     assert status == "failed"
     assert 3 <= len(records) <= 6 and all((r.error or "").startswith("rate_limit") for r in records)
+
+
+def test_trace_full_shows_each_attempt_and_its_wait(cli: CLI, tmp_path: Path) -> None:
+    path = tmp_path / "retries.yaml"
+    path.write_text(FLOW.format(budget=5, times=1))
+    run = cli("run", str(path), "--json")
+    assert run.code == 0, run.err
+    shown = cli("trace", run.json()["run_id"], "--full").out
+    assert "model call to scripted (0+0 tokens)" in shown  # the first attempt: no retry, no wait
+    assert "attempt 2, waited 0.05 s" in shown and "attempt 3" in shown
