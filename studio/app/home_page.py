@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 from studio.app.editor_page import EMPTY, _create, _free_name
+from studio.app.import_panel import render_import
 from studio.app.nav import editor_page, run_page, trace_page
 from studio.app.run_page import flow_files
 from studio.app.settings import open_store, settings
@@ -95,6 +96,7 @@ def render() -> None:
     folder = settings().flows_dir
     files = flow_files(folder)
     _new_flow(folder, files)
+    render_import(folder)
     if not files:
         st.info(f"No flow files in {folder} yet: create one above.")
         return

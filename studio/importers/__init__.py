@@ -5,6 +5,7 @@ files are only parsed (`ast`), and prompts are only read as text.
 """
 
 from studio.importers.build import Imported, write_import
+from studio.importers.detect import free_path, import_path
 from studio.importers.dify import import_dify
 from studio.importers.promptflow import import_promptflow, import_promptflow_run
 from studio.importers.report import ImportReport, NodeReport
@@ -13,7 +14,9 @@ __all__ = [
     "ImportReport",
     "Imported",
     "NodeReport",
+    "free_path",
     "import_dify",
+    "import_path",
     "import_promptflow",
     "import_promptflow_run",
     "write_import",

@@ -34,6 +34,10 @@ OPERATORS = {
 }  # fmt: skip
 
 
+SPREAD = (1.4, 1.6)
+"""Dify's cards are smaller than the canvas' cards: positions are spread by this much (x, y)."""
+
+
 class _Ctx:
     """One Dify graph being converted (the app, or an iteration's body)."""
 
@@ -92,11 +96,15 @@ class _Ctx:
         """Dify text with `{{#node.var#}}` references → a Jinja template; the wires go to `inputs`."""
 
         def swap(match: re.Match[str]) -> str:
-            wire = self.wire([match.group(1), *match.group(2).split(".")])
-            name = re.sub(r"[^a-z0-9_]", "_", f"{match.group(1)}_{match.group(2)}".lower())
-            name = name if name[0].isalpha() else f"v_{name}"
+            head, var = match.group(1), match.group(2)
+            wire = self.wire([head, *var.split(".")])
             if wire is None:
                 return match.group(0)
+            own = head in ("sys", self.start) or (self.item is not None and head == self.item)
+            name = slug(var if own else f"{self.ids.get(head, head)}_{var}", "value")
+            base, n = name, 2
+            while inputs.get(name, wire) != wire:
+                name, n = f"{base}_{n}", n + 1
             inputs[name] = wire
             return "{{ " + name + " }}"
 
@@ -179,9 +187,9 @@ def _convert_graph(
         if target and all(isinstance(position.get(k), int | float) for k in ("x", "y")):
             x, y = float(position["x"]), float(position["y"])
             if data.get("type") == "answer" and ctx.answer:
-                ctx.b.layout[ctx.answer], x = (x, y), x + 340.0
+                ctx.b.layout[ctx.answer], x = (x * SPREAD[0], y * SPREAD[1]), x + 340.0
                 ctx.answer = None
-            ctx.b.layout[target] = (x, y)
+            ctx.b.layout[target] = (x * SPREAD[0], y * SPREAD[1])
     for node_id in stand_ins:
         ctx.b.retarget(node_id, "result")
     _guards(ctx, nodes, edges)

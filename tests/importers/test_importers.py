@@ -101,7 +101,7 @@ def test_dify_branches_run_on_the_scripted_model_and_positions_go_to_the_layout(
     out = tmp_path / "triage.yaml"
     written = write_import(import_dify(FIXTURES / "dify" / "support-triage.yml"), out)
     assert tmp_path / "triage.layout.yaml" in written
-    assert "classify: {x: 380.0, y: 280.0}" in (tmp_path / "triage.layout.yaml").read_text()
+    assert "classify: {x: 532.0, y: 448.0}" in (tmp_path / "triage.layout.yaml").read_text()
     override = dict([_script(tmp_path, "other").split("=")])
     result = run_flow(out, {"question": "hello there"}, model_overrides=override, db=tmp_path / "db.sqlite")
     assert result.status == "succeeded", result.error
@@ -154,7 +154,7 @@ def test_dify_answer_template_and_assigner_run_on_the_chat_query(tmp_path: Path)
     out = tmp_path / "chat.yaml"
     imported = import_dify(FIXTURES / "dify" / "chat-remember.yml")
     assert [n.status for n in imported.report.nodes].count("approximated") == 1  # the assigner
-    assert imported.layout["answer"] == (900.0, 100.0) and imported.layout["$outputs"][0] > 900.0
+    assert imported.layout["answer"] == (1260.0, 160.0) and imported.layout["$outputs"][0] > 1260.0
     write_import(imported, out)
     result = run_flow(out, {"query": "Cats are great"}, db=tmp_path / "db.sqlite")
     assert result.outputs == {"answer": "We are talking about cats. You said: Cats are great"}
