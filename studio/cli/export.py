@@ -15,7 +15,7 @@ from studio.cli.common import (
 
 
 @click.command()
-@click.argument("flow", type=click.Path(dir_okay=False))
+@click.argument("flow", type=click.Path(dir_okay=False), metavar="FLOW | NAME@TAG | NAME@ID")
 @click.option("--out", required=True, type=click.Path(file_okay=False), help="Directory to write the package into.")
 @click.option("--name", default=None, help="Import name of the package (default: the flow name, - as _).")
 @click.option(
@@ -40,9 +40,13 @@ def export(
     The package depends on flowstudio without the studio extra; the flowstudio wheel is built beside
     it (OUT/wheels) and the install command printed. Example: flowstudio export flows/ticket-triage.yaml --out dist/ticket-triage
     """
+    from studio.cli.versions import flow_and_version
     from studio.export import export_flow
     from studio.export.engine_wheel import build_engine_wheel, install_command
+    from studio.versions import refs
 
+    if refs.parse(flow) is not None:  # NAME@TAG / NAME@ID: the published snapshot
+        flow = flow_and_version(flow, None)[0]
     done = export_flow(flow, out, name=name, test_script=test_script, force=force)
     wheel = None
     if engine_wheel:

@@ -113,3 +113,12 @@ def test_promote_refuses_a_worse_candidate_and_moves_the_tag_for_a_good_one(cli:
     assert cli("run", "greet@prod", "-i", "word=hi", "--json").json()["outputs"]["said"] == "hello"
     scored = {row["version"]: row["batches"] for row in cli("versions", "greet", "--json").json()}
     assert scored[good][0]["score"] == 1.0 and scored[worse][0]["score"] == 0.0
+
+
+def test_export_of_a_reference_embeds_the_published_files(cli: CLI, tmp_path: Path) -> None:
+    main = make(tmp_path / "p")
+    _publish(cli, main, "--tag", "v1")
+    edit(tmp_path / "p" / "sub" / "shout.yaml", "upper }}!", "lower }}?")
+    done = cli("export", "greet@v1", "--out", str(tmp_path / "out"), "--no-engine-wheel", "--json")
+    assert done.code == 0, done.err
+    assert "upper }}!" in (tmp_path / "out" / "greet" / "flows" / "sub" / "shout.yaml").read_text()
