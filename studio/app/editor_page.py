@@ -396,7 +396,8 @@ def render() -> None:
         left, right = st.columns([3, 1]) if inspector else (st.container(), None)
         with left:
             status = current.statuses if current is not None else None
-            graph = editor.graph(status, fit=editor.version == 1, notes=notes(current))
+            graph = editor.graph(status, fit=editor.version == 1 or editor.refit, notes=notes(current))
+            editor.refit = False
             flow_canvas(graph, key=f"canvas:{editor.path}", height=CANVAS_LEAST_PX, fill=True)
         if right is not None:
             with right, st.container(key="editor_inspector", border=False):

@@ -76,6 +76,8 @@ class Editor:
         self.version = 1
         self.session: str | None = None
         self.ack = 0
+        self.refit = False
+        """Set by Tidy: the next graph asks the canvas to fit the view once (the page clears it)."""
         self.open_request: Path | None = None
         """A sub-flow the canvas asked to open (the page switches to it)."""
 
@@ -147,7 +149,7 @@ class Editor:
         return applied
 
     def apply(self, event: Mapping[str, Any]) -> None:
-        """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, open_flow."""
+        """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, tidy, open_flow."""
         kind = event.get("kind")
         if kind == "add_node":
             wanted = str(event["id"]) if event.get("id") else None
@@ -171,6 +173,8 @@ class Editor:
         elif kind == "duplicate":
             offset = (float(event.get("dx", 40)), float(event.get("dy", 40)))
             self.duplicate([str(n) for n in event.get("nodes") or []], offset)
+        elif kind == "tidy":
+            self.tidy()
         elif kind == "open_flow":
             self.open_request = (self.path.parent / str(event.get("path", ""))).resolve()
 
@@ -180,6 +184,13 @@ class Editor:
         self.selected = node_id
         self._changed(Message("info", f"added {node_id} ({node_type})"))
         return node_id
+
+    def tidy(self) -> None:
+        """Lay the flow out left to right by its graph, as a flow without a layout file opens: one
+        undoable step, written to the layout file by Save."""
+        self._place_missing(everything=True)
+        self.refit = True
+        self._changed(Message("info", "tidied: laid out left to right"))
 
     def connect(self, source: str, source_port: str, target: str, target_port: str) -> bool:
         refused = self.flow.connect(source, source_port, target, target_port)

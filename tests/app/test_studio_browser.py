@@ -353,3 +353,43 @@ def test_a_palette_node_lands_whole_in_view_beside_the_selection_and_under_no_ca
     finally:
         shot(page, f"placed-{width}x{height}")
         page.close()
+
+
+def test_tidy_lays_the_flow_out_again_undoably_and_save_keeps_it(browser: Any, server: str, folder: Path) -> None:
+    from studio.editor.layout import read_sidecar
+
+    path = folder / "headline.yaml"
+    page = _editor(browser, server, flow="headline.yaml")
+    try:
+        frame = canvas(page)
+        save = page.get_by_role("button", name="Save", exact=True)
+
+        def saved() -> Any:
+            save.click()
+            sync_api.expect(page.get_by_test_id("stToast").last).to_contain_text("Saved", timeout=WAIT_MS)
+            page.mouse.move(0, 0)  # a pointer over a toast keeps it open
+            sync_api.expect(page.get_by_test_id("stToast")).to_have_count(0, timeout=WAIT_MS)
+            return read_sidecar(path)
+
+        sync_api.expect(frame.get_by_test_id("node-summarise")).to_be_visible(timeout=WAIT_MS)
+        tidy = saved()
+        title = frame.get_by_test_id("node-summarise").locator(".fc-node-header, .fc-title").first
+        box = title.bounding_box() or frame.get_by_test_id("node-summarise").bounding_box()
+        page.mouse.move(box["x"] + 10, box["y"] + 8)
+        page.mouse.down()
+        page.mouse.move(box["x"] + 60, box["y"] + 300, steps=12)
+        page.mouse.up()
+        confirmed(page)
+        settled(page)
+        moved = saved()
+        assert moved != tidy
+        frame.get_by_test_id("canvas-tidy").click()
+        sync_api.expect(frame.get_by_test_id("canvas-message")).to_contain_text("tidied", timeout=WAIT_MS)
+        assert saved() == tidy
+        frame.get_by_test_id("canvas-undo").click()
+        sync_api.expect(frame.get_by_test_id("canvas-message")).to_have_count(0, timeout=WAIT_MS)  # undone
+        settled(page)
+        assert saved() == moved
+    finally:
+        shot(page, "end-tidy")
+        page.close()

@@ -123,3 +123,19 @@ def test_labels_are_chips_and_demos_a_table_that_submit_yaml() -> None:
         "demos": as_yaml(fields["demos"], [{"text": "hi", "label": "chat"}, {"text": None, "label": float("nan")}]),
     }
     assert changes(list(fields.values()), config, submitted) == {"labels": ["math", "chat", "other"]}
+
+
+def test_tidy_lays_the_flow_out_by_its_wires_as_one_undoable_step_kept_by_save(route: Editor) -> None:
+    from studio.editor.layout import read_sidecar
+
+    laid_out = dict(route.layout)
+    route.move({node: (900.0 - 40 * i, 50.0 * i) for i, node in enumerate(laid_out)})  # scattered by hand
+    scattered = dict(route.layout)
+    route.apply({"kind": "tidy"})
+    assert route.layout == laid_out and route.layout != scattered and route.refit
+    assert route.layout["$inputs"][0] < route.layout["route"][0] < route.layout["$outputs"][0]  # left to right
+    route.undo()
+    assert route.layout == scattered
+    route.redo()
+    route.save()
+    assert read_sidecar(route.path) == laid_out

@@ -303,6 +303,7 @@ function Editor({ graph, queue, dark }: Props) {
           onRedo={actions.onRedo}
           onDelete={actions.onDelete}
           onFit={onFit}
+          onTidy={() => queue.push({ kind: "tidy" })}
         />
         <div className="fc-canvas" ref={pane} onDragOver={onDragOver} onDrop={onDrop}>
           <ReactFlow<CanvasNode, Edge>

@@ -1,4 +1,4 @@
-/** Show/hide the node list, undo, redo, delete and fit, above the canvas (Save is the page's, one button; Ctrl/Cmd+S here too). */
+/** Show/hide the node list, undo, redo, delete, fit and tidy, above the canvas (Save is the page's, one button; Ctrl/Cmd+S here too). */
 
 import { memo } from "react";
 
@@ -12,6 +12,7 @@ export interface ToolbarProps {
   onRedo: () => void;
   onDelete: () => void;
   onFit: () => void;
+  onTidy: () => void;
 }
 
 function ToolbarView(props: ToolbarProps) {
@@ -37,6 +38,9 @@ function ToolbarView(props: ToolbarProps) {
       </button>
       <button type="button" data-testid="canvas-fit" onClick={props.onFit} title="Fit the flow in view">
         Fit
+      </button>
+      <button type="button" data-testid="canvas-tidy" onClick={props.onTidy} title="Lay the flow out left to right by its wires (undoable)">
+        Tidy
       </button>
     </div>
   );

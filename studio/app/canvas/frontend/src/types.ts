@@ -97,6 +97,7 @@ export type CanvasEvent =
   | { kind: "undo" }
   | { kind: "redo" }
   | { kind: "save" }
+  | { kind: "tidy" }
   | { kind: "duplicate"; nodes: string[]; dx: number; dy: number }
   | { kind: "open_flow"; path: string };
 
