@@ -52,6 +52,8 @@ class _Ctx:
         """Inside an iteration: outer wires the body reads, by the sub-flow input that carries them."""
         self.item: str | None = None
         self.answer: str | None = None
+        self.current: str | None = None
+        """The Dify id of the node being converted (errors name its line)."""
         """The text.template the last `answer` node became, if any (it takes the node's place)."""
 
     def kind(self, dify_id: str) -> str:
@@ -62,10 +64,10 @@ class _Ctx:
         if not isinstance(selector, list) or len(selector) < 2:
             return None
         head, var, *rest = (str(s) for s in selector)
-        if head == "sys":
-            name = {"query": "query", "files": "files"}.get(var, var)
-            self.b.inputs.setdefault(name, {"type": "str", "description": f"Dify's sys.{var}"})
-            return f"$inputs.{name}"
+        if head in ("sys", "env", "conversation"):
+            what = {"sys": "system variable", "env": "environment variable", "conversation": "conversation variable"}
+            self.b.inputs.setdefault(var, {"type": "str", "description": f"Dify's {what[head]} {head}.{var}"})
+            return f"$inputs.{var}"
         if self.item is not None and head == self.item:
             return f"$inputs.{'item' if var == 'item' else 'index'}"
         if head == self.start:
@@ -73,7 +75,8 @@ class _Ctx:
         if head not in self.ids:
             if self.item is not None:
                 return self._outer([head, var, *rest])
-            return None
+            line = self.lines.get(self.current or "")
+            raise FlowError(f"a reference to {head}.{var}, which is not a node", file=self.report.file, line=line)
         node_id, kind = self.ids[head], self.kind(head)
         port = PORTS.get(kind, {}).get(var)
         if kind == "code":
@@ -176,6 +179,7 @@ def _convert_graph(
         entry = NodeReport(str(data.get("title") or dify_id), str(data.get("type")), ctx.lines.get(dify_id))
         if data.get("type") != "iteration-start":
             ctx.report.nodes.append(entry)
+        ctx.current = dify_id
         _convert(ctx, node, entry, every, edges, source)
         if entry.status == "not converted" and placeholders and dify_id in ctx.ids:
             ctx.b.placeholder(ctx.ids[dify_id], f"{entry.source} ({entry.kind})", entry.notes[-1])

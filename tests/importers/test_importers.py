@@ -183,3 +183,11 @@ def test_an_aggregation_node_is_not_converted(tmp_path: Path) -> None:
     report = import_promptflow(folder).report
     assert report.nodes[0].status == "not converted" and "aggregation" in report.nodes[0].notes[0]
     assert report.nodes[0].line == 6
+
+
+def test_a_dify_reference_to_no_node_is_refused_with_its_line(tmp_path: Path) -> None:
+    text = (FIXTURES / "dify" / "support-triage.yml").read_text().replace("{{#1711528914102.question#}}", "{{#999.x#}}")
+    (tmp_path / "app.yml").write_text(text)
+    with pytest.raises(FlowError) as err:
+        import_dify(tmp_path / "app.yml")
+    assert "999.x, which is not a node" in err.value.message and err.value.line == 39  # the node's `- id:` line
