@@ -29,7 +29,7 @@ from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, BearerAuth, BodyLimit, Bo
 from studio.serve.manager import Mode, NotNow, RunManager, Start
 from studio.serve.published import VersionedCatalog
 from studio.serve.schemas import add_flow_paths, check_inputs, inputs_schema
-from studio.store import SQLiteStore
+from studio.store import open_store
 from studio.store.base import step_row
 
 log = logging.getLogger("flowstudio.serve")
@@ -80,7 +80,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = SQLiteStore(db)
+        store = open_store(db)
         manager = RunManager(store, max_runs)
         app.state.manager = manager
         resumed = manager.recover()

@@ -3,11 +3,12 @@ killed server left behind.
 
 Each run is an asyncio task driving the engine on the server's store (the CLI's store: its
 runs appear in `flowstudio runs`, the studio and traces). At most `max_concurrency` runs
-execute at once; more wait for a slot. A `background` run is also written to the table
-`serve_background`, so that a server started again on the same store resumes it from its
-checkpoints when the server that owned it is gone. The id of every event the store's step rows
-cannot rebuild (`step_started`, a resume's `run_started`) goes to `serve_events` as it is sent,
-so a replay gives it the same id.
+execute at once; more wait for a slot. A `background` run is also written to the store's
+ledger (`studio.serve.ledger`): on SQLite a server started again resumes it from its checkpoints
+when the server that owned it is gone; on PostgreSQL it is a leased row of a work queue that
+another replica claims and resumes when the owner stops renewing it. The id of every event the
+store's step rows cannot rebuild (`step_started`, a resume's `run_started`) goes to
+`serve_events` as it is sent, so a replay gives it the same id, on any replica.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import asyncio
 import functools
 import json
 import logging
-import os
-import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -26,21 +25,16 @@ from studio.errors import FlowError
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunResult
 from studio.serve.catalog import NotFound
 from studio.serve.events import Channel, Event, Key, last_key, replay, step_data
-from studio.store import SQLiteStore
-from studio.store.base import RunRecord, now
+from studio.serve.ledger import ledger_for
+from studio.store.base import RunRecord, Store
 
 log = logging.getLogger("flowstudio.serve")
 Mode = Literal["wait", "stream", "background"]
 Start = Callable[[Engine], Awaitable[RunResult]]
 KEEP_ALIVE_S = 15.0
 POLL_S = 0.25
-TABLE = """CREATE TABLE IF NOT EXISTS serve_background (
-    run_id TEXT PRIMARY KEY, owner_pid INTEGER NOT NULL, started_at TEXT NOT NULL
-)"""
-EVENTS_TABLE = """CREATE TABLE IF NOT EXISTS serve_events (
-    run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
-    data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor)
-)"""
+CLAIM_S = 1.0
+"""How often a replica on a shared store renews its leases and looks for runs to take over."""
 
 
 class NotNow(Exception):
@@ -128,13 +122,14 @@ class RunTask:
 class RunManager:
     """The runs this server drives, and the store they are recorded in."""
 
-    def __init__(self, store: SQLiteStore, max_concurrency: int) -> None:
+    def __init__(self, store: Store, max_concurrency: int) -> None:
         self.store = store
+        self.ledger = ledger_for(store)
         self.slots = asyncio.Semaphore(max_concurrency)
         self.active: dict[str, RunTask] = {}
         self.tasks: set[RunTask] = set()
-        self.store.conn.execute(TABLE)
-        self.store.conn.execute(EVENTS_TABLE)
+        self.watcher: asyncio.Task[None] | None = None
+        """On a shared store: the task renewing leases and claiming runs (`watch`)."""
 
     def start(self, begin: Start, mode: Mode, *, resuming: str | None = None) -> RunTask:
         """Start a run task now; listen to its channel before the first await to miss nothing."""
@@ -164,41 +159,25 @@ class RunManager:
         record = self.store.get_run(run.channel.run_id) if run.channel.run_id is not None else None
         if record is None or record.status != "cancelled" or not run.channel.listeners:
             return
-        if self.store.writer is not None:
-            await asyncio.shield(self.store.writer.write(_nothing))
+        await asyncio.shield(self.ledger.flush())
         run.finish()
 
     def record(self, event: Event) -> None:
         """Keep the id of an event the step rows cannot rebuild (committed before any later write)."""
         major, minor, _ = event.key
-        row = (event.data["run_id"], major, minor, event.name, json.dumps(event.data, ensure_ascii=False))
-
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT OR REPLACE INTO serve_events VALUES (?, ?, ?, ?, ?)", row)
-
-        if self.store.writer is None:
-            with self.store.transaction() as conn:
-                write(conn)
-        else:
-            self.store.writer.post(write)
+        self.ledger.record((event.data["run_id"], major, minor, event.name, json.dumps(event.data, ensure_ascii=False)))
 
     def announced(self, run_id: str) -> list[Event]:
         """The recorded `step_started` and resume `run_started` events of a run, in id order."""
-        rows = self.store.conn.execute(
-            "SELECT major, minor, name, data FROM serve_events WHERE run_id = ? ORDER BY major, minor", (run_id,)
-        ).fetchall()
-        return [Event((major, minor, 0), name, json.loads(data)) for major, minor, name, data in rows]
+        return [Event((major, minor, 0), name, data) for major, minor, name, data in self.ledger.announced(run_id)]
 
     def replay(self, run_id: str) -> list[Event]:
         """Every event of the run the store can give, with the ids they had live."""
         return replay(self.get(run_id), self.store.steps(run_id), self.announced(run_id))
 
     def mark_background(self, run_id: str) -> None:
-        with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO serve_background (run_id, owner_pid, started_at) VALUES (?, ?, ?)",
-                (run_id, os.getpid(), now()),
-            )
+        """Record that this server drives a background run (on a shared store: it holds its lease)."""
+        self.ledger.mark_background(run_id)
 
     def get(self, run_id: str) -> RunRecord:
         """The stored run; raises NotFound (404)."""
@@ -281,20 +260,40 @@ class RunManager:
                 yield None
 
     def recover(self) -> list[str]:
-        """Resume the background runs a server that is gone left `running`; returns their ids."""
-        rows = self.store.conn.execute(
-            "SELECT b.run_id, b.owner_pid FROM serve_background b JOIN runs r ON r.run_id = b.run_id "
-            "WHERE r.status = 'running' ORDER BY b.started_at"
-        ).fetchall()
+        """Resume the background runs a server that is gone left `running`; returns their ids.
+        On a shared store, also start `watch`, which goes on doing so."""
+        if self.ledger.shared and self.watcher is None:
+            self.watcher = asyncio.create_task(self.watch())
         resumed = []
-        for run_id, owner in rows:
-            if owner != os.getpid() and _alive(owner):
+        for run_id in self.ledger.orphans():
+            if run_id in self.active:
                 continue
             run = self.start(_resumer(run_id), "background", resuming="running")
             assert run.task is not None
             run.task.add_done_callback(functools.partial(self._recovered, run_id))
             resumed.append(run_id)
         return resumed
+
+    async def watch(self) -> None:
+        """Every CLAIM_S: renew this server's leases (stop driving a run another server took),
+        then claim and resume the runs whose lease ran out."""
+        while True:
+            await asyncio.sleep(CLAIM_S)
+            try:
+                for run_id in await asyncio.to_thread(self.ledger.renew, self._background()):
+                    log.warning("run %s was taken over by another server; stopping here", run_id)
+                    running = self.active.pop(run_id, None)
+                    if running is not None and running.task is not None:
+                        running.task.cancel()
+                resumed = self.recover()
+            except Exception:
+                log.exception("renewing leases failed; trying again")
+                continue
+            if resumed:
+                log.warning("taking over %d background run(s): %s", len(resumed), ", ".join(resumed))
+
+    def _background(self) -> list[str]:
+        return [run_id for run_id, run in self.active.items() if run.mode == "background"]
 
     def _recovered(self, run_id: str, task: asyncio.Task[RunResult]) -> None:
         if task.cancelled():
@@ -308,6 +307,9 @@ class RunManager:
 
     async def shutdown(self) -> None:
         """Stop every run task; background runs stay `running`, so the next start resumes them."""
+        if self.watcher is not None:
+            self.watcher.cancel()
+        background = self._background()
         runs = list(self.tasks)
         for run in runs:
             assert run.task is not None
@@ -319,10 +321,7 @@ class RunManager:
             record = self.store.get_run(run_id) if run.mode == "background" and run_id else None
             if record is not None and record.status == "cancelled":
                 self.store.set_status(record.run_id, "running")
-
-
-def _nothing(conn: sqlite3.Connection) -> None:
-    """A write that only waits for what was queued before it."""
+        self.ledger.release(background)
 
 
 def _resumer(run_id: str) -> Start:
@@ -339,13 +338,3 @@ def _log_failure(task: asyncio.Task[RunResult]) -> None:
     error = task.exception()
     if error is not None and not isinstance(error, FlowError):
         log.error("a run task crashed", exc_info=error)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

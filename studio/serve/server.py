@@ -12,7 +12,8 @@ from studio.serve.catalog import Catalog
 from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, Hosts
 from studio.serve.listen import bind, read_token
 from studio.serve.published import VersionedCatalog
-from studio.store import default_db_path
+from studio.store import db_location
+from studio.store import shown as shown_store
 
 KEEP_ALIVE_S = 30
 """How long an idle keep-alive connection stays open; uvicorn's 5 s default races busy clients'
@@ -57,8 +58,8 @@ def serve(
     import uvicorn
 
     token = read_token(token_env, host)
-    store_path = Path(db) if db else default_db_path()
-    count = check_flows(path, store_path if published else None)
+    store_path = db_location(db)
+    count = check_flows(path, Path(store_path) if published else None)
     app = create_app(
         path,
         db=store_path,
@@ -73,7 +74,9 @@ def serve(
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     what = "published flow" if published else "flow"
-    announce(f"Serving {count} {what}{'s' if count != 1 else ''} at http://{shown}:{bound} (store {store_path})")
+    announce(
+        f"Serving {count} {what}{'s' if count != 1 else ''} at http://{shown}:{bound} (store {shown_store(store_path)})"
+    )
     if host in ("0.0.0.0", "::") and not allow_hosts:
         announce("Answering only requests addressed to localhost: add --allow-host NAME for the names clients use")
     config = uvicorn.Config(

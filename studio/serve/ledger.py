@@ -1,0 +1,237 @@
+"""Where a server keeps what the run rows do not: its background runs and the ids of the events
+the step rows cannot rebuild. One per store kind.
+
+SQLite (one machine): `serve_background` names each background run's process; a server started
+again resumes the runs whose process is gone.
+
+PostgreSQL (replicas): `serve_queue` is a work queue. Each background run is a row with an owner
+and a lease; the owner renews the lease (a heartbeat) while it drives the run. A run whose lease
+ran out (its replica was killed, or hangs) is claimed by one other replica with
+`SELECT ... FOR UPDATE SKIP LOCKED`, which resumes it from its checkpoints; an owner whose
+renewal finds the row taken stops driving it, so no run is driven twice at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import uuid
+from typing import Any, Protocol
+
+from studio.store.base import Store, now
+
+EventRow = tuple[str, int, int, str, str]
+"""run_id, major, minor, name, data (JSON): one recorded event id."""
+LEASE_ENV = "FLOWSTUDIO_LEASE_S"
+DEFAULT_LEASE_S = 15.0
+"""How long a replica's claim on a background run lasts without a heartbeat."""
+
+_SQLITE_TABLES = (
+    """CREATE TABLE IF NOT EXISTS serve_background (
+    run_id TEXT PRIMARY KEY, owner_pid INTEGER NOT NULL, started_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS serve_events (
+    run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor))""",
+)
+_POSTGRES_TABLES = (
+    """CREATE TABLE IF NOT EXISTS serve_queue (
+    run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, lease_until TIMESTAMPTZ NOT NULL, claims INTEGER NOT NULL DEFAULT 1,
+    started_at TEXT NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS serve_events (
+    run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
+    data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor))""",
+)
+
+
+class Ledger(Protocol):
+    """What the run manager asks of the store beyond the store protocol."""
+
+    shared: bool
+    """Whether other servers share the store (then the manager renews leases and claims runs)."""
+
+    def record(self, row: EventRow) -> None:
+        """Keep an event id, committed before any later write of this store."""
+        ...
+
+    def announced(self, run_id: str) -> list[tuple[int, int, str, dict[str, Any]]]:
+        """The run's recorded event ids, in order: major, minor, name, data."""
+        ...
+
+    def mark_background(self, run_id: str) -> None:
+        """This server drives a background run (and holds its lease)."""
+        ...
+
+    def orphans(self) -> list[str]:
+        """Background runs left `running` that nobody drives: now this server's to resume."""
+        ...
+
+    def renew(self, run_ids: list[str]) -> list[str]:
+        """Renew this server's leases on `run_ids`; returns those another server has taken."""
+        ...
+
+    def release(self, run_ids: list[str]) -> None:
+        """Give up the leases at shutdown, so another server may take the runs at once."""
+        ...
+
+    async def flush(self) -> None:
+        """Wait until every write queued so far is committed."""
+        ...
+
+
+def ledger_for(store: Store) -> Ledger:
+    """The ledger of the store's kind."""
+    if hasattr(store, "pool"):
+        return PostgresLedger(store)
+    return SQLiteLedger(store)
+
+
+def _post(store: Any, write: Any) -> None:
+    if store.writer is None:
+        with store.transaction() as conn:
+            write(conn)
+    else:
+        store.writer.post(write)
+
+
+def _nothing(conn: Any) -> None:
+    """A write that only waits for what was queued before it."""
+
+
+class SQLiteLedger:
+    """One machine: a server started again resumes the background runs of a process that is gone."""
+
+    shared = False
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        for sql in _SQLITE_TABLES:
+            store.conn.execute(sql)
+
+    def record(self, row: EventRow) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT OR REPLACE INTO serve_events VALUES (?, ?, ?, ?, ?)", row)
+
+        _post(self.store, write)
+
+    def announced(self, run_id: str) -> list[tuple[int, int, str, dict[str, Any]]]:
+        rows = self.store.conn.execute(
+            "SELECT major, minor, name, data FROM serve_events WHERE run_id = ? ORDER BY major, minor", (run_id,)
+        ).fetchall()
+        return [(major, minor, name, json.loads(data)) for major, minor, name, data in rows]
+
+    def mark_background(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO serve_background (run_id, owner_pid, started_at) VALUES (?, ?, ?)",
+                (run_id, os.getpid(), now()),
+            )
+
+    def orphans(self) -> list[str]:
+        rows = self.store.conn.execute(
+            "SELECT b.run_id, b.owner_pid FROM serve_background b JOIN runs r ON r.run_id = b.run_id "
+            "WHERE r.status = 'running' ORDER BY b.started_at"
+        ).fetchall()
+        return [run_id for run_id, owner in rows if owner == os.getpid() or not _alive(owner)]
+
+    def renew(self, run_ids: list[str]) -> list[str]:
+        return []
+
+    def release(self, run_ids: list[str]) -> None:
+        pass
+
+    async def flush(self) -> None:
+        if self.store.writer is not None:
+            await self.store.writer.write(_nothing)
+
+
+class PostgresLedger:
+    """Replicas on one PostgreSQL: background runs as a leased work queue."""
+
+    shared = True
+
+    def __init__(self, store: Any, lease_s: float | None = None) -> None:
+        self.store = store
+        self.lease_s = lease_s or float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_S)
+        """Seconds a claim lasts without renewal."""
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        """This server's name in the queue."""
+        with store.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(7246113906)")
+            for sql in _POSTGRES_TABLES:
+                conn.execute(sql)
+
+    def record(self, row: EventRow) -> None:
+        def write(conn: Any) -> None:
+            conn.execute(
+                "INSERT INTO serve_events VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id, major, minor)"
+                " DO UPDATE SET name = excluded.name, data = excluded.data",
+                row,
+            )
+
+        _post(self.store, write)
+
+    def announced(self, run_id: str) -> list[tuple[int, int, str, dict[str, Any]]]:
+        with self.store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT major, minor, name, data FROM serve_events WHERE run_id = %s ORDER BY major, minor", (run_id,)
+            ).fetchall()
+        return [(major, minor, name, json.loads(data)) for major, minor, name, data in rows]
+
+    def mark_background(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO serve_queue (run_id, owner, lease_until, started_at)"
+                " VALUES (%s, %s, now() + make_interval(secs => %s), %s)"
+                " ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until",
+                (run_id, self.owner, self.lease_s, now()),
+            )
+
+    def orphans(self) -> list[str]:
+        with self.store.transaction() as conn:
+            rows = conn.execute(
+                "SELECT q.run_id FROM serve_queue q JOIN runs r ON r.run_id = q.run_id"
+                " WHERE r.status = 'running' AND q.lease_until < now()"
+                " ORDER BY q.started_at LIMIT 16 FOR UPDATE OF q SKIP LOCKED"
+            ).fetchall()
+            taken = [row[0] for row in rows]
+            conn.execute(
+                "UPDATE serve_queue SET owner = %s, lease_until = now() + make_interval(secs => %s),"
+                " claims = claims + 1 WHERE run_id = ANY(%s)",
+                (self.owner, self.lease_s, taken),
+            )
+        return taken
+
+    def renew(self, run_ids: list[str]) -> list[str]:
+        if not run_ids:
+            return []
+        with self.store.transaction() as conn:
+            kept = conn.execute(
+                "UPDATE serve_queue SET lease_until = now() + make_interval(secs => %s)"
+                " WHERE owner = %s AND run_id = ANY(%s) RETURNING run_id",
+                (self.lease_s, self.owner, run_ids),
+            ).fetchall()
+        return sorted(set(run_ids) - {row[0] for row in kept})
+
+    def release(self, run_ids: list[str]) -> None:
+        if run_ids:
+            with self.store.transaction() as conn:
+                conn.execute(
+                    "UPDATE serve_queue SET lease_until = now() WHERE owner = %s AND run_id = ANY(%s)",
+                    (self.owner, run_ids),
+                )
+
+    async def flush(self) -> None:
+        if self.store.writer is not None:
+            await self.store.writer.write(_nothing)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
