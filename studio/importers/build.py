@@ -169,12 +169,27 @@ def flow_text(imported: Imported) -> str:
     return header + text
 
 
-def write_import(imported: Imported, out: Path) -> list[Path]:
+def targets(imported: Imported, out: Path) -> list[Path]:
+    """Every file `write_import` would write: the flow, its sub-flows, and their sidecars."""
+    flows = [(imported, out), *((sub, out.parent / name) for name, sub in imported.sub_flows.items())]
+    return [p for flow, path in flows for p in (path, sidecar(path)) if p == path or flow.layout]
+
+
+def sidecar(flow: Path) -> Path:
+    """`NAME.yaml` → `NAME.layout.yaml`, the editor's sidecar."""
+    return flow.with_name(f"{flow.stem}.layout.yaml")
+
+
+def write_import(imported: Imported, out: Path, *, overwrite: bool = False) -> list[Path]:
     """Write the flow, its sub-flows (beside it) and its layout sidecar; then check that the flow
-    validates (when it does not, nothing written stays and FlowError says why)."""
+    validates (when it does not, nothing written stays and FlowError says why). An existing file is
+    replaced only with `overwrite`."""
     from studio.flow.spec import load_flow
     from studio.runtime.compiler import compile_flow
 
+    taken = [p for p in targets(imported, out) if p.exists()]
+    if taken and not overwrite:
+        raise FlowError("already exists; choose another --out or pass --force to replace it", file=str(taken[0]))
     written: list[Path] = []
     try:
         for name, sub in imported.sub_flows.items():
@@ -194,7 +209,7 @@ def write_files(imported: Imported, out: Path) -> list[Path]:
     out.write_text(flow_text(imported), encoding="utf-8")
     written = [out]
     if imported.layout:
-        side = out.with_name(f"{out.stem}.layout.yaml")
+        side = sidecar(out)
         side.write_text(layout_text(out.stem, imported.layout), encoding="utf-8")
         written.append(side)
     return written

@@ -570,7 +570,7 @@ def _iteration(
     inputs: dict[str, Any] = {"items": ctx.wire(data.get("iterator_selector"))}
     for input_name, selector_text in inner.outer.items():
         inputs[input_name] = ctx.wire(json.loads(selector_text))
-    file = f"{name}.yaml"
+    file = f"parts/{name}.yaml"
     ctx.b.sub_flows[file] = sub.build(
         sub_report, f"Body of the Dify iteration {data.get('title')!r}, imported with {source.name}."
     )

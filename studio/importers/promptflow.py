@@ -398,12 +398,14 @@ def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
     return {"type": "code.python", "inputs": inputs, "config": {"code": code}}
 
 
-def import_promptflow_run(data: Path, mapping: dict[str, str], out: Path) -> int:
+def import_promptflow_run(data: Path, mapping: dict[str, str], out: Path, *, overwrite: bool = False) -> int:
     """Copy Prompt flow batch data (JSONL) into a dataset for `flowstudio batch`: each flow input
     named in `mapping` (input → `${data.column}` or a column name) gets its column's value. Returns
     the number of rows written."""
     if not data.is_file():
         raise FlowError("no such file", file=str(data))
+    if out.exists() and not overwrite:
+        raise FlowError("already exists; choose another --out or pass --force to replace it", file=str(out))
     if data.stat().st_size > MAX_DATA_BYTES:
         raise FlowError("the data file is too large", file=str(data))
     columns = {name: _column(source) for name, source in mapping.items()}

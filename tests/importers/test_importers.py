@@ -111,7 +111,7 @@ def test_dify_branches_run_on_the_scripted_model_and_positions_go_to_the_layout(
 def test_dify_iteration_maps_a_sub_flow_written_beside_the_flow(tmp_path: Path) -> None:
     out = tmp_path / "each.yaml"
     write_import(import_dify(FIXTURES / "dify" / "iterate.yml"), out)
-    assert (tmp_path / "iterate-each-word.yaml").exists()
+    assert (tmp_path / "parts" / "iterate-each-word.yaml").exists()
     result = run_flow(out, {"words": "a b", "suffix": "!"}, db=tmp_path / "db.sqlite")
     assert result.outputs == {"shouted": ["A!", "B!"]}
 
@@ -191,3 +191,18 @@ def test_a_dify_reference_to_no_node_is_refused_with_its_line(tmp_path: Path) ->
     with pytest.raises(FlowError) as err:
         import_dify(tmp_path / "app.yml")
     assert "999.x, which is not a node" in err.value.message and err.value.line == 39  # the node's `- id:` line
+
+
+def test_an_existing_file_is_replaced_only_with_force(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from studio.cli import main
+
+    out = tmp_path / "mine.yaml"
+    out.write_text("my own flow\n")
+    args = ["import", "dify", str(FIXTURES / "dify" / "iterate.yml"), "--out", str(out)]
+    refused = CliRunner().invoke(main, args)
+    assert refused.exit_code == 2 and "already exists" in refused.output and out.read_text() == "my own flow\n"
+    assert not (tmp_path / "parts").exists()
+    forced = CliRunner().invoke(main, [*args, "--force"])
+    assert forced.exit_code == 0 and out.read_text().startswith("# Imported from Dify")
