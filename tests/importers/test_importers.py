@@ -206,3 +206,16 @@ def test_an_existing_file_is_replaced_only_with_force(tmp_path: Path) -> None:
     assert not (tmp_path / "parts").exists()
     forced = CliRunner().invoke(main, [*args, "--force"])
     assert forced.exit_code == 0 and out.read_text().startswith("# Imported from Dify")
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"), [("Order_Search", "Your order ships tomorrow."), ("product_info", "It is waterproof.")]
+)
+def test_activate_on_a_string_routes_like_a_switch(reply: str, expected: str, tmp_path: Path) -> None:
+    out = tmp_path / "switch.yaml"
+    imported = import_promptflow(FIXTURES / "promptflow" / "switch")
+    assert imported.flow["nodes"]["order_search"]["when"] == 'class_check.result == "order_search"'
+    write_import(imported, out)
+    override = dict([_script(tmp_path, reply).split("=")])
+    result = run_flow(out, {"query": "where is my parcel"}, model_overrides=override, db=tmp_path / "db.sqlite")
+    assert result.outputs == {"response": expected}
