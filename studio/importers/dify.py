@@ -265,7 +265,11 @@ def _convert(
     if kind == "iteration":
         spec = _iteration(ctx, node, entry, every, edges, source)
     elif kind in handlers:
-        spec = handlers[kind](ctx, data, entry)
+        try:
+            spec = handlers[kind](ctx, data, entry)
+        except (AttributeError, TypeError, KeyError) as err:  # a field of another shape than the DSL's
+            entry.refuse(f"a field is not in the shape Dify writes ({type(err).__name__}: {err})")
+            return
     else:
         entry.refuse(f"Dify node type {kind!r} has no built-in equivalent")
         return

@@ -41,7 +41,8 @@ class _Ctx:
             return literal(value)
         head, rest = m.group(1), m.group(2)
         if head == "inputs":
-            return f"$inputs.{rest}"
+            name, _, path = rest.partition(".")
+            return self.b.field(f"$inputs.{name}", jmes(path.split(".")), "inputs") if path else f"$inputs.{name}"
         node_id = self.ids[head]
         port = PORTS.get(self.kinds[head], "result")
         path = jmes(rest.split(".")[1:])
@@ -56,8 +57,7 @@ def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Impo
     dag = source / "flow.dag.yaml" if source.is_dir() else source
     doc = load_yaml(dag)
     data = doc.data
-    if not isinstance(data, dict) or not isinstance(data.get("nodes", []), list):
-        raise FlowError("not a Prompt flow DAG: expected a mapping with a `nodes:` list", file=doc.file, line=1)
+    _check_shape(doc)
     nodes = [_node_with_variant(n, data) for n in data.get("nodes") or []]
     _check_graph(doc, nodes, data)
     report = ImportReport(doc.file)
@@ -87,17 +87,38 @@ def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Impo
     return ctx.b.build(report, header)
 
 
-def _node_with_variant(node: Any, data: dict[str, Any]) -> dict[str, Any]:
+def _check_shape(doc: Document) -> None:
+    """Refuse a document whose sections are not what a flow.dag.yaml holds (so nothing below trips)."""
+    data = doc.data
+    if not isinstance(data, dict) or not isinstance(data.get("nodes", []), list):
+        raise FlowError("not a Prompt flow DAG: expected a mapping with a `nodes:` list", file=doc.file, line=1)
+    wanted: list[tuple[tuple[str | int, ...], Any]] = [
+        ((key,), data.get(key)) for key in ("inputs", "outputs", "node_variants")
+    ]
+    for i, node in enumerate(data.get("nodes") or []):
+        if not isinstance(node, dict):
+            raise FlowError("a node must be a mapping", file=doc.file, line=doc.line_of(("nodes", i)))
+        wanted += [(("nodes", i, key), node.get(key)) for key in ("inputs", "source", "activate")]
+    for path, value in wanted:
+        if value is not None and not isinstance(value, dict):
+            where = ".".join(str(p) for p in path)
+            raise FlowError(f"`{where}` must be a mapping", file=doc.file, line=doc.line_of(path))
+
+
+def _node_with_variant(node: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
     """The node, with its default variant's definition when it `use_variants`."""
-    if not isinstance(node, dict):
-        return {"name": str(node), "type": "?"}
     if not node.get("use_variants"):
         return node
-    variants = (data.get("node_variants") or {}).get(node.get("name")) or {}
-    chosen = variants.get("default_variant_id")
-    body = ((variants.get("variants") or {}).get(chosen) or {}).get("node") or {}
-    others = sorted(k for k in (variants.get("variants") or {}) if k != chosen)
+    variants = _mapping((data.get("node_variants") or {}).get(node.get("name")))
+    every = _mapping(variants.get("variants"))
+    chosen = str(variants.get("default_variant_id"))
+    body = _mapping(_mapping(every.get(chosen)).get("node"))
+    others = sorted(str(k) for k in every if k != chosen)
     return {**node, **body, "name": node["name"], "_variant": chosen, "_others": others}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _refs(value: Any) -> list[str]:

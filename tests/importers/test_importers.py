@@ -219,3 +219,28 @@ def test_activate_on_a_string_routes_like_a_switch(reply: str, expected: str, tm
     override = dict([_script(tmp_path, reply).split("=")])
     result = run_flow(out, {"query": "where is my parcel"}, model_overrides=override, db=tmp_path / "db.sqlite")
     assert result.outputs == {"response": expected}
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("inputs: [a, b]\nnodes: []\n", "`inputs` must be a mapping"),
+        ("nodes:\n- name: a\n  type: python\n  inputs: [x]\n", "`nodes.0.inputs` must be a mapping"),
+        ("nodes:\n- just a string\n", "a node must be a mapping"),
+    ],
+)
+def test_a_dag_of_the_wrong_shape_is_refused_in_one_line(text: str, where: str, tmp_path: Path) -> None:
+    (tmp_path / "flow.dag.yaml").write_text(text)
+    with pytest.raises(FlowError) as err:
+        import_promptflow(tmp_path)
+    assert where in err.value.message and err.value.line is not None
+
+
+def test_a_dify_node_of_another_shape_is_reported_not_converted(tmp_path: Path) -> None:
+    text = (FIXTURES / "dify" / "extract-and-call.yml").read_text()
+    (tmp_path / "app.yml").write_text(
+        text.replace("- {name: order_id, type: string, description: The order number, required: true}", "- order_id")
+    )
+    report = import_dify(tmp_path / "app.yml").report
+    api = next(n for n in report.nodes if n.source == "Extract order")
+    assert api.status == "not converted" and "not in the shape Dify writes" in api.notes[-1]
