@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from studio.errors import FlowError
+from studio.flow.loader import Document
 from studio.importers.build import FlowBuilder, Imported, jmes, literal, slug
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import load_yaml, sandbox_notes, tool_function
@@ -120,7 +121,9 @@ def import_dify(source: Path, *, allow_placeholders: bool = False) -> Imported:
     doc = load_yaml(source)
     data = doc.data
     app = data.get("app") if isinstance(data, dict) else None
-    graph = ((data.get("workflow") or {}).get("graph") or {}) if isinstance(data, dict) else {}
+    workflow = data.get("workflow") if isinstance(data, dict) else None
+    graph = workflow.get("graph") if isinstance(workflow, dict) else None
+    graph = graph if isinstance(graph, dict) else {}
     if (
         not isinstance(app, dict)
         or app.get("mode") not in ("workflow", "advanced-chat")
@@ -130,13 +133,15 @@ def import_dify(source: Path, *, allow_placeholders: bool = False) -> Imported:
             "not a Dify workflow or advanced-chat app (app.mode and workflow.graph.nodes)", file=doc.file, line=1
         )
     nodes = [n for n in graph["nodes"] if isinstance(n, dict) and "id" in n and isinstance(n.get("data"), dict)]
-    edges = [e for e in graph.get("edges") or [] if isinstance(e, dict)]
+    given = graph.get("edges")
+    raw_edges: list[Any] = given if isinstance(given, list) else []
+    edges = [e for e in raw_edges if isinstance(e, dict)]
     lines = {
         str(n["id"]): doc.line_of(("workflow", "graph", "nodes", i))
         for i, n in enumerate(graph["nodes"])
         if isinstance(n, dict) and "id" in n
     }
-    _check_edges(doc.file, nodes, edges)
+    _check_graph(doc, nodes, raw_edges)
     report = ImportReport(doc.file)
     builder = FlowBuilder(str(app.get("name") or source.stem), str(app.get("description") or ""))
     if app["mode"] == "advanced-chat":
@@ -147,12 +152,23 @@ def import_dify(source: Path, *, allow_placeholders: bool = False) -> Imported:
     return builder.build(report, header)
 
 
-def _check_edges(file: str, nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> None:
-    ids = {str(n["id"]) for n in nodes}
-    for edge in edges:
+def _check_graph(doc: Document, nodes: list[dict[str, Any]], edges: list[Any]) -> None:
+    """Refuse what Dify would not load: two nodes with one id, an edge from or to no node."""
+    ids: set[str] = set()
+    for i, node in enumerate(doc.data["workflow"]["graph"]["nodes"]):
+        if isinstance(node, dict) and str(node.get("id")) in ids:
+            raise FlowError(
+                f"two nodes with id {node.get('id')!r}",
+                file=doc.file,
+                line=doc.line_of(("workflow", "graph", "nodes", i)),
+            )
+        ids.add(str(node.get("id")) if isinstance(node, dict) else "")
+    known = {str(n["id"]) for n in nodes}
+    for i, edge in enumerate(edges):
         for end in ("source", "target"):
-            if str(edge.get(end)) not in ids:
-                raise FlowError(f"an edge's {end} {edge.get(end)!r} is not a node", file=file)
+            if not isinstance(edge, dict) or str(edge.get(end)) not in known:
+                where = doc.line_of(("workflow", "graph", "edges", i))
+                raise FlowError(f"an edge's {end} is not a node", file=doc.file, line=where)
 
 
 def _convert_graph(

@@ -244,3 +244,11 @@ def test_a_dify_node_of_another_shape_is_reported_not_converted(tmp_path: Path) 
     report = import_dify(tmp_path / "app.yml").report
     api = next(n for n in report.nodes if n.source == "Extract order")
     assert api.status == "not converted" and "not in the shape Dify writes" in api.notes[-1]
+
+
+def test_a_dify_edge_to_no_node_is_refused_with_its_line(tmp_path: Path) -> None:
+    text = (FIXTURES / "dify" / "iterate.yml").read_text().replace("target: e,", "target: nowhere,")
+    (tmp_path / "app.yml").write_text(text)
+    with pytest.raises(FlowError) as err:
+        import_dify(tmp_path / "app.yml")
+    assert "target is not a node" in err.value.message and err.value.line == 9
