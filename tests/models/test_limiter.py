@@ -30,7 +30,7 @@ async def go_times(limiter: Limiter, calls: int, tokens: int = 0) -> list[float]
 
 async def test_rpm_paces_calls_evenly() -> None:
     times = await go_times(Limiter("m", Limits(rpm=600)), 6)  # 10 a second
-    assert times[-1] == pytest.approx(0.5, abs=0.05)
+    assert 0.45 <= times[-1] <= 0.8  # five gaps of 0.1 s (a loaded machine's timers fire late, never early)
     gaps = [b - a for a, b in itertools.pairwise(times)]
     assert min(gaps) > 0.08  # no burst
 
