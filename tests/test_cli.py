@@ -35,7 +35,7 @@ def test_run_json_contract_then_runs_and_trace(cli: CLI) -> None:
 
     (listed,) = cli("runs", "--json").json()
     assert listed["run_id"] == body["run_id"]
-    assert set(listed) == {"run_id", "flow", "status", "started_at", "ended_at", "tokens", "cost_usd"}
+    assert set(listed) == {"run_id", "flow", "status", "started_at", "ended_at", "tokens", "cost_usd", "version"}
     assert listed["flow"] == "chain" and listed["tokens"] == 9
 
     steps = cli("trace", body["run_id"], "--json").json()
