@@ -20,10 +20,11 @@ from studio.store.base import (
     now,
     this_host,
 )
+from studio.store.feedback import MemoryFeedback
 from studio.store.versions import MemoryVersions
 
 
-class MemoryStore(QuickWrites, MemoryVersions):
+class MemoryStore(QuickWrites, MemoryVersions, MemoryFeedback):
     """Same contract as the SQLite store, kept in dictionaries."""
 
     def __init__(self) -> None:

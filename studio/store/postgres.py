@@ -36,6 +36,8 @@ from studio.store.base import (
     this_host,
 )
 from studio.store.group import GroupWriter, _Item, _wake
+from studio.store.postgres_feedback import MIGRATION as _V3
+from studio.store.postgres_feedback import PostgresFeedback
 from studio.store.postgres_versions import PostgresVersions
 from studio.store.rows import BOOL_COLUMNS, COLUMNS, JSON_COLUMNS, EndRun, InsertRun, InsertStep, PutCache, encode
 from studio.store.rows import values as row_values
@@ -82,8 +84,8 @@ CREATE TABLE tags (flow TEXT NOT NULL, tag TEXT NOT NULL, version_id TEXT NOT NU
 ALTER TABLE runs ADD COLUMN version TEXT;
 CREATE INDEX runs_version ON runs (version, started_at);
 """
-MIGRATIONS = [_V1, _V2]
-"""Schema versions in order: v1 is SQLite's v1-v4 at once, v2 its v5 (versions, tags, blobs)."""
+MIGRATIONS = [_V1, _V2, _V3]
+"""Schema versions in order: v1 is SQLite's v1-v4 at once, v2 its v5 (versions, tags, blobs), v3 its v6 (feedback)."""
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _RUN_COLUMNS = (*COLUMNS[RunRecord], "flow_text")
@@ -209,7 +211,7 @@ def _where(where: RunFilter | None) -> tuple[str, list[str]]:
     return clause, [value for _, value in used]
 
 
-class PostgresStore(PostgresVersions):
+class PostgresStore(PostgresVersions, PostgresFeedback):
     """Runs, steps, calls, the LLM cache and experiments in a PostgreSQL database (`postgresql://...`)."""
 
     def __init__(self, url: str, *, group_commit: bool = True, pool_size: int = 4) -> None:

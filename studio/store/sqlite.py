@@ -27,6 +27,8 @@ from studio.store.base import (
     as_read,
     this_host,
 )
+from studio.store.feedback import SQLiteFeedback
+from studio.store.feedback import migrate as _migrate_v6
 from studio.store.group import GroupWriter, Write
 from studio.store.rows import (
     BOOL_COLUMNS,
@@ -43,7 +45,7 @@ from studio.store.rows import values as row_values
 from studio.store.versions import SQLiteVersions
 from studio.store.versions import migrate as _migrate_v5
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The schema `MIGRATIONS` bring a store to (PRAGMA user_version)."""
 LIVE = ("running", "interrupted")
 """Statuses told apart only when read: the process of a `running` row may be gone."""
@@ -107,7 +109,7 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
-MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4, _migrate_v5]
+MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4, _migrate_v5, _migrate_v6]
 
 
 def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:
@@ -168,7 +170,7 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     return int(cursor.lastrowid or 0)
 
 
-class SQLiteStore(SQLiteVersions):
+class SQLiteStore(SQLiteVersions, SQLiteFeedback):
     """The default store: one file, many processes, crash-safe.
 
     The engine writes through the `commit_*` methods, which go through one group-commit writer

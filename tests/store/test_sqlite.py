@@ -18,7 +18,7 @@ def test_pragmas_and_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "steps", "llm_calls", "cache", "experiments"} <= tables
     store.close()
@@ -46,7 +46,7 @@ def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
     conn.close()
     store = SQLiteStore(tmp_path / "old.db")
     indexes = {r[1] for r in store.conn.execute("PRAGMA index_list(runs)")}
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
     assert any("experiment_id" in name for name in indexes)
     store.create_run(RunRecord("r", "f", None, "h", {}))
     call = CallRecord(node="a", model="m", request={}, response=None, error="rate_limit: 429", attempt=2, wait_s=0.5)
