@@ -62,7 +62,8 @@ def publish(flow: str, tag: str | None, note: str | None, db: str | None, as_jso
                     "files": sorted(version.files), "notes": list(done.notes)})  # fmt: skip
         return
     state = "published" if done.new else "already published as"
-    click.echo(f"{state} {version.flow}@{version.version_id[:12]} ({len(version.files)} files)")
+    count = len(version.files)
+    click.echo(f"{state} {version.flow}@{version.version_id[:12]} ({count} file{'s' if count != 1 else ''})")
     if tag:
         click.echo(f"tag {tag} -> {version.version_id[:12]}")
     for line in done.notes:

@@ -84,7 +84,7 @@ async def promote(
 
 def _decide(new: Score, current: Score | None, min_delta: float | None) -> tuple[bool, str]:
     if current is None:
-        return True, "nothing to compare with: the tag pointed nowhere else"
+        return True, "nothing to compare with: the tag pointed nowhere, or at the candidate already"
     if min_delta is not None:
         allowed = current.score - min_delta
         margin = f"--min-delta {min_delta}"
