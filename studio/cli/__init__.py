@@ -21,6 +21,7 @@ from studio.cli import (
     mcp,
     models,
     optimize,
+    reviews,
     running,
     runs,
     serve,
@@ -65,6 +66,8 @@ for command in (
     versions.untag,
     versions.diff,
     versions.promote,
+    reviews.review,
+    reviews.dataset,
 ):
     main.add_command(command)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -27,26 +28,49 @@ from studio.cli.common import (
 @click.option(
     "--version", "version", default=None, metavar="ID", help="Only runs of this flow version (an id or its beginning)."
 )
+@click.option("--reviewed/--unreviewed", "reviewed", default=None, help="Only runs with (without) feedback.")
 @db_option
 @json_option
-def runs(limit: int, flow: str | None, status: str | None, version: str | None, db: str | None, as_json: bool) -> None:
+def runs(
+    limit: int,
+    flow: str | None,
+    status: str | None,
+    version: str | None,
+    reviewed: bool | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
     """List recorded runs, newest first.
 
     Example: flowstudio runs --limit 10 --json
     """
     from studio.cli.reports import print_runs, run_row
+    from studio.store.base import RunFilter
 
     store = open_store(db)
-    if version is None:
-        records = store.list_runs(limit=limit, flow=flow, status=status)
+    where = RunFilter(flow=flow, status=status, version=version.lower() if version else None)
+    if reviewed is None:
+        records = store.query_runs(where, limit=limit)
     else:
-        from studio.store.base import RunFilter
-
-        records = store.query_runs(RunFilter(flow=flow, status=status, version=version.lower()), limit=limit)
+        records = _by_review(store, where, reviewed, limit)
     if as_json:
         print_json([run_row(r) for r in records])
     else:
         print_runs(records)
+
+
+def _by_review(store: Any, where: Any, reviewed: bool, limit: int) -> list[Any]:
+    """The newest `limit` runs matching `where` that have feedback (`reviewed`) or have none."""
+    found: list[Any] = []
+    offset = 0
+    while len(found) < limit:
+        page = store.query_runs(where, offset=offset, limit=500)
+        if not page:
+            break
+        with_feedback = store.reviewed([run.run_id for run in page])
+        found += [run for run in page if (run.run_id in with_feedback) == reviewed]
+        offset += len(page)
+    return found[:limit]
 
 
 @click.command()

@@ -2,7 +2,7 @@
 
 Routes: `GET /healthz`, `GET /flows`, `POST /flows/{name}/runs` (mode wait, stream or
 background), `GET /runs/{id}`, `GET /runs/{id}/events`, `POST /runs/{id}/resume`,
-`POST /runs/{id}/cancel`, `GET /runs/{id}/trace`, `POST /v1/chat/completions`, `GET /v1/models`.
+`POST /runs/{id}/cancel`, `GET /runs/{id}/trace`, `POST|GET /runs/{id}/feedback`, `POST /v1/chat/completions`, `GET /v1/models`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
 from studio.serve.docs import docs_page
 from studio.serve.events import Event, parse_id, run_object
+from studio.serve.feedback import FeedbackRequest, add_review, feedback_row
 from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, BearerAuth, BodyLimit, BodyTooLarge, HostGuard, Hosts
 from studio.serve.manager import Mode, NotNow, RunManager, Start
 from studio.serve.published import VersionedCatalog
@@ -200,6 +201,18 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         manager = manager_of(request)
         record = await manager.cancel(run_id)
         return run_object(record, manager.store.steps(run_id))
+
+    @app.post("/runs/{run_id}/feedback", tags=["runs"])
+    async def add_feedback(run_id: str, body: FeedbackRequest, request: Request) -> dict[str, Any]:
+        """Review a run (LangSmith's feedback shape): a score or value, a comment, corrected outputs."""
+        return await add_review(manager_of(request), run_id, body)
+
+    @app.get("/runs/{run_id}/feedback", tags=["runs"])
+    async def feedback(run_id: str, request: Request) -> list[dict[str, Any]]:
+        """The run's feedback, oldest first."""
+        manager = manager_of(request)
+        manager.get(run_id)
+        return [feedback_row(record) for record in manager.store.feedback(run_id)]  # type: ignore[attr-defined]
 
 
 async def respond(

@@ -12,9 +12,9 @@ import json
 import sqlite3
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from studio.store.base import new_id, now
+from studio.store.base import RunRecord, new_id, now
 
 
 @dataclass
@@ -77,6 +77,17 @@ def record(values: tuple[Any, ...]) -> FeedbackRecord:
         run_id, key, score, json.loads(value) if value is not None else None,
         json.loads(correction) if correction is not None else None, comment, author, node, feedback_id, created_at,
     )  # fmt: skip
+
+
+class FeedbackStore(Protocol):
+    """What reviews need from a store: its runs and their feedback (every store implements it)."""
+
+    def get_run(self, run_id: str) -> RunRecord | None: ...
+    def flow_text(self, run_id: str) -> str | None: ...
+    def add_feedback(self, feedback: FeedbackRecord) -> FeedbackRecord: ...
+    def feedback(self, run_id: str) -> list[FeedbackRecord]: ...
+    def feedback_of_flow(self, flow: str, version: str | None = None) -> list[FeedbackRecord]: ...
+    def reviewed(self, run_ids: list[str]) -> set[str]: ...
 
 
 _SELECT = f"SELECT {', '.join('f.' + c for c in COLUMNS)} FROM feedback f"
