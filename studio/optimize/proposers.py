@@ -4,7 +4,8 @@ The library needs no model, so the search has moves even when the proposer is as
 the embedded model: an output-format constraint inferred from the expected values (digits,
 a JSON object with the expected keys, one of a few labels, a few words), a label list, and a
 brevity rule. The proposer model sees the node's role, its prompt and train examples the
-flow got wrong and right (the MIPRO / GEPA idea of reflecting on failures) and writes new
+flow got wrong and right (the MIPRO / GEPA idea of reflecting on failures), with the reviewer's
+comment where the example came from a review (`flowstudio dataset from-reviews`), and writes new
 instructions; it runs as a one-node flow under the experiment, so its calls are traced and
 counted like every other.
 """
@@ -20,6 +21,7 @@ from studio.evaluate.metrics import is_number, parse_json
 from studio.optimize import instructions
 from studio.optimize.candidates import TunableNode
 from studio.optimize.demos import Trace
+from studio.reviews.dataset import COMMENT_COLUMN
 
 FEW_VALUES = 12
 """At most this many distinct expected values make a label list."""
@@ -131,7 +133,9 @@ def _example(trace: Trace) -> str:
         return text if len(text) <= 200 else text[:200] + "…"
 
     got = short(trace.outputs) if trace.outputs is not None else f"(failed: {short(trace.error or '')})"
-    return f"- input {short(trace.example.inputs)} → output {got}; expected {short(trace.example.expected)}"
+    line = f"- input {short(trace.example.inputs)} → output {got}; expected {short(trace.example.expected)}"
+    comment = trace.example.row.get(COMMENT_COLUMN)
+    return f"{line}; the reviewer said: {short(comment)}" if isinstance(comment, str) and comment.strip() else line
 
 
 def clean(reply: str, current: str) -> str | None:
