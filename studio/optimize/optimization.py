@@ -24,6 +24,7 @@ from studio.optimize.evaluate import BudgetSpent, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
 from studio.optimize.search import Progress, Search
+from studio.reviews.dataset import reviewed
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import ExperimentRecord, Store, new_id
@@ -262,6 +263,9 @@ class Optimization:
             "budget": {"calls": self.options.budget_calls, "usd": self.options.budget_usd},
             "stopped": search.stopped,
             "dev_examples": len(p.dev.examples),
+            "reviewed_examples": {
+                name: reviewed(e.row for e in d.examples) for name, d in (("train", p.train), ("dev", p.dev))
+            },
             "notes": list(p.notes),
             "calls": self.meter.calls,
             "tokens": self.meter.tokens,

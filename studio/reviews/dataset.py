@@ -8,6 +8,7 @@ correction gives no row. Runs with the same inputs make one row: the newest revi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,11 @@ def _row(store: FeedbackStore, record: FeedbackRecord) -> dict[str, Any] | None:
         **run.inputs, **outputs, RUN_COLUMN: run.run_id, COMMENT_COLUMN: record.comment or "",
         "__inputs": list(run.inputs),
     }  # fmt: skip
+
+
+def reviewed(rows: Iterable[Mapping[str, Any]]) -> int:
+    """How many of a dataset's rows came from reviewed runs (they carry the run id column)."""
+    return sum(1 for row in rows if row.get(RUN_COLUMN))
 
 
 def write_jsonl(rows: list[dict[str, Any]], path: str | Path) -> int:

@@ -31,6 +31,7 @@ async def test_the_reviewers_comment_reaches_the_proposed_instruction(make_task:
     result, _ = await optimize(task, 200)
     report = result.report
     assert report["before"]["dev"] == 0.0 and report["after"]["dev"] == 1.0
+    assert report["reviewed_examples"] == {"train": 12, "dev": 0} and report["calls"] <= 200
     written = load_flow(report["flow_out"]).spec.nodes["answer"].config["instructions"]
     assert "sarcasm" in written
 
