@@ -47,6 +47,7 @@ class OptimizeResult:
             "calls": r["calls"],
             "tokens": r["tokens"],
             "cost_usd": r["cost_usd"],
+            "reviewed_examples": r["reviewed_examples"],
             "before": {"dev": r["before"]["dev"], "test": r["before"]["test"]},
             "after": {"dev": r["after"]["dev"], "test": r["after"]["test"]},
             "pareto": [{k: p[k] for k in ("score", "cost_per_example", "candidate")} for p in r["pareto"]],

@@ -64,6 +64,17 @@ def test_served_runs_reviewed_through_the_api_make_a_dataset_a_batch_scores(cli:
     assert summary["examples"] == 30 and summary["succeeded"] == 30
     # category and reply both scored: the 10 corrected rows get the reply right, the category wrong
     assert abs(summary["score"] - 25 / 30) < 1e-5, summary
+    flow = tmp_path / "ticket-triage.yaml"
+    shutil.copy(FLOWS / "ticket-triage.yaml", flow)
+    searched = cli(
+        "optimize", str(flow), "--train", str(out), "--dev", str(out), "--budget-calls", "60", "--metric", "exact",
+        "--model", f"default={SCRIPTED}", "--out", str(tmp_path / "tuned.yaml"), "--json", env=env, timeout=300,
+    )  # fmt: skip
+    assert searched.code == 0, searched.err
+    report = searched.json()
+    used = report["reviewed_examples"]  # one file for both: the optimizer splits it
+    assert used["train"] + used["dev"] == 30 and used["dev"] > 0
+    assert 0 < report["calls"] <= 60  # the budget is spent, not crossed
 
 
 def test_review_from_the_cli_by_run_id_prefix(cli: CLI, tmp_path: Path) -> None:
