@@ -43,6 +43,7 @@ from studio.optimize.paired import compare
 from studio.optimize.proposers import Dropped, Rewrite, library, proposed
 from studio.optimize.searched import DemoSearch, Searched, searchable
 from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
+from studio.reviews.dataset import reviewer_blamed
 from studio.runtime.compiler import Plan
 
 Progress = Callable[..., None]
@@ -338,9 +339,15 @@ class Search:
         self.joint = joint.pooled(nodes, traces, edits)
 
     async def _blame(self) -> None:
-        """On a flow with several tunable nodes, blame a few failing bootstrap runs (counterfactual
-        re-runs, a tenth of the remaining budget at most) so moves aim first at the likely culprits."""
-        if len(tunable_nodes(self.flow)) < 2 or not self.failing:
+        """Take the nodes reviewers blamed (a train set from reviews); else, on a flow with several tunable
+        nodes, blame a few failing bootstrap runs (counterfactual re-runs, a tenth of the remaining
+        budget at most) so moves aim first at the likely culprits."""
+        tunable = tunable_nodes(self.flow)
+        by_reviewers = reviewer_blamed((e.row for e in self.train.examples), (node.id for node in tunable))
+        if by_reviewers:  # reviewers said where it fails: no counterfactual re-runs needed
+            self.blamed.update(by_reviewers)
+            return
+        if len(tunable) < 2 or not self.failing:
             return
         if self.searched is not None and len(self.searched.found) == len(self.searched.groups):
             return  # every inner node has searched demos, raced first: the budget goes to the race

@@ -18,6 +18,8 @@ RUN_COLUMN = "run_id"
 """The column naming the run a row came from."""
 COMMENT_COLUMN = "review_comment"
 """The column holding the reviewer's comment, which the optimizer's reflective step reads."""
+NODE_COLUMN = "review_node"
+"""The column naming the node the reviewer blamed (empty when none), which the optimizer's moves aim at first."""
 
 
 def reviewed_rows(store: FeedbackStore, flow: str, version: str | None = None) -> list[dict[str, Any]]:
@@ -41,7 +43,7 @@ def _row(store: FeedbackStore, record: FeedbackRecord) -> dict[str, Any] | None:
         return None
     outputs = {**(run.outputs or {}), **(record.correction or {})}
     return {
-        **run.inputs, **outputs, RUN_COLUMN: run.run_id, COMMENT_COLUMN: record.comment or "",
+        **run.inputs, **outputs, RUN_COLUMN: run.run_id, COMMENT_COLUMN: record.comment or "", NODE_COLUMN: record.node or "",
         "__inputs": list(run.inputs),
     }  # fmt: skip
 
@@ -49,6 +51,17 @@ def _row(store: FeedbackStore, record: FeedbackRecord) -> dict[str, Any] | None:
 def reviewed(rows: Iterable[Mapping[str, Any]]) -> int:
     """How many of a dataset's rows came from reviewed runs (they carry the run id column)."""
     return sum(1 for row in rows if row.get(RUN_COLUMN))
+
+
+def reviewer_blamed(rows: Iterable[Mapping[str, Any]], nodes: Iterable[str]) -> dict[str, int]:
+    """How many rows' reviewers blamed each of `nodes` (a step path counts for its top node)."""
+    wanted = set(nodes)
+    counts: dict[str, int] = {}
+    for row in rows:
+        blamed = str(row.get(NODE_COLUMN) or "").split(".")[0].split("[")[0]
+        if blamed in wanted:
+            counts[blamed] = counts.get(blamed, 0) + 1
+    return counts
 
 
 def write_jsonl(rows: list[dict[str, Any]], path: str | Path) -> int:

@@ -62,9 +62,11 @@ def test_rows_from_reviews_merge_inputs_newest_review_first() -> None:
         ("app crashes", "bug", "r3"),
         ("refund me", "billing", "r2"),
     ]
-    review(store, "r1", verdict="bad", correction={"category": "other"}, comment="spam")
+    review(store, "r1", verdict="bad", correction={"category": "other"}, comment="spam", node="classify")
     corrected = {r["ticket"]: r for r in reviewed_rows(store, "ticket-triage")}["refund me"]
-    assert (corrected["category"], corrected["reply"], corrected["review_comment"]) == ("other", "Sorry.", "spam")
+    assert (corrected["category"], corrected["reply"], corrected["review_comment"], corrected["review_node"]) == (
+        "other", "Sorry.", "spam", "classify",
+    )  # fmt: skip
 
 
 def test_the_queue_takes_failed_unsure_and_a_share_of_the_rest() -> None:

@@ -4,10 +4,15 @@ failing example reaches the proposer, whose instruction then carries the comment
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from studio.flow.spec import load_flow
-from studio.reviews.dataset import COMMENT_COLUMN, RUN_COLUMN
-from tests.optimize.conftest import MakeTask, make_task, rows, write_jsonl
+from studio.optimize import prepare
+from studio.optimize.optimization import Optimization
+from studio.reviews.dataset import COMMENT_COLUMN, NODE_COLUMN, RUN_COLUMN
+from studio.store import MemoryStore
+from tests.optimize.conftest import MakeTask, make_task, options, rows, write_jsonl
+from tests.optimize.test_blame_search import task
 from tests.optimize.test_search import optimize
 
 __all__ = ["make_task"]  # the optimizer tests' fixture, used here
@@ -41,3 +46,15 @@ async def test_without_comments_the_proposer_has_nothing_to_reflect_on(make_task
     result, _ = await optimize(task, 200)
     assert result.report["after"]["dev"] == 0.0  # the control: the word came from the comment
     assert "sarcasm" not in json.dumps(result.report.get("after", {}))
+
+
+async def test_nodes_the_reviewers_blamed_are_searched_first(tmp_path: Path) -> None:
+    made = task(tmp_path)
+    reviewed = [{**row, RUN_COLUMN: f"{n:016x}", NODE_COLUMN: "note"} for n, row in enumerate(rows(12, 0))]
+    write_jsonl(made.train, reviewed)
+    optimization = Optimization(prepare(options(made, 200)), MemoryStore())
+    await optimization.run()
+    search = optimization.search
+    assert search is not None and search.blamed == {"note": 12}  # taken from the reviews, no re-runs
+    first_round = [c for c in search.candidates if c.round == 1]
+    assert first_round and search.touched[first_round[0].id] == "note"
