@@ -15,7 +15,7 @@ from studio.store.base import CallRecord, RunRecord, StepRecord
 from studio.store.postgres import PostgresStore
 from studio.store.sqlite import SQLiteStore, _experiment, _from_row
 
-TABLES = ("runs", "steps", "llm_calls", "cache", "experiments", "versions")
+TABLES = ("runs", "steps", "llm_calls", "cache", "experiments", "versions", "feedback")
 """What is copied and counted."""
 
 
@@ -49,6 +49,7 @@ def copy_store(source: SQLiteStore, target: PostgresStore) -> list[Count]:
         if target.get_experiment(experiment.experiment_id) is None:
             target.create_experiment(experiment)
     _copy_versions(source, target)
+    _copy_feedback(source, target, run_ids)
     if target.writer is not None:
         target.writer.close()  # the cache puts are committed
     return counts(source, target, run_ids)
@@ -83,6 +84,14 @@ def _copy_versions(source: SQLiteStore, target: PostgresStore) -> None:
             target.set_tag(tag.flow, tag.tag, tag.version_id)
 
 
+def _copy_feedback(source: SQLiteStore, target: PostgresStore, run_ids: list[str]) -> None:
+    for run_id in run_ids:
+        known = {f.feedback_id for f in target.feedback(run_id)}
+        for feedback in source.feedback(run_id):
+            if feedback.feedback_id not in known:
+                target.add_feedback(feedback)
+
+
 def counts(source: SQLiteStore, target: PostgresStore, run_ids: list[str]) -> list[Count]:
     """Each table's rows in the source, and the source's rows found in the target."""
     found: list[Count] = []
@@ -92,7 +101,12 @@ def counts(source: SQLiteStore, target: PostgresStore, run_ids: list[str]) -> li
             if table in ("runs", "steps", "llm_calls"):
                 sql, params = f"SELECT count(*) FROM {table} WHERE run_id = ANY(%s)", [run_ids]
             else:
-                key = {"cache": "key", "experiments": "experiment_id", "versions": "version_id"}[table]
+                key = {
+                    "cache": "key",
+                    "experiments": "experiment_id",
+                    "versions": "version_id",
+                    "feedback": "feedback_id",
+                }[table]
                 ids = [row[0] for row in source.conn.execute(f"SELECT {key} FROM {table}")]
                 sql, params = f"SELECT count(*) FROM {table} WHERE {key} = ANY(%s)", [ids]
             row = conn.execute(sql, params).fetchone()

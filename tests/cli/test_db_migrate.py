@@ -6,6 +6,7 @@ from pathlib import Path
 
 from studio.store import SQLiteStore
 from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord
+from studio.store.feedback import FeedbackRecord
 from studio.store.postgres import PostgresStore
 from tests.conftest import CLI
 
@@ -21,6 +22,7 @@ def _fill(path: Path) -> None:
         store.finish_step(run.run_id, StepRecord("b", "skipped"), [])
         store.finish_run(run.run_id, status="succeeded", outputs={"x": n}, error=None)
     store.cache_put("k1", "scripted", {"text": "one"})
+    store.add_feedback(FeedbackRecord("r1", score=0.0, correction={"x": 5}, comment="five"))
     store.close()
 
 
@@ -30,7 +32,7 @@ def test_migrate_copies_everything_and_prints_the_counts(cli: CLI, tmp_path: Pat
     assert result.code == 0, result.err
     assert {c["table"]: (c["source"], c["target"]) for c in result.json()} == {
         "runs": (3, 3), "steps": (6, 6), "llm_calls": (6, 6), "cache": (1, 1), "experiments": (1, 1),
-        "versions": (0, 0),
+        "versions": (0, 0), "feedback": (1, 1),
     }  # fmt: skip
     copied = PostgresStore(postgres_url)
     run = copied.get_run("r1")
@@ -39,6 +41,7 @@ def test_migrate_copies_everything_and_prints_the_counts(cli: CLI, tmp_path: Pat
     assert [s.node for s in copied.steps("r1")] == ["a", "b"]
     assert [(c.request, c.attempt, c.wait_s) for c in copied.calls("r1")] == [({"prompt": "1"}, 2, 0.5)] * 2
     assert copied.cache_get("k1") == {"text": "one"}
+    assert [(f.correction, f.comment) for f in copied.feedback("r1")] == [({"x": 5}, "five")]
     experiment = copied.get_experiment("e1")
     assert experiment is not None and experiment.summary == {"score": 0.5}
     assert [r.run_id for r in copied.runs_of_experiment("e1")] == ["r0", "r1", "r2"]
