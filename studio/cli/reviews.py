@@ -57,7 +57,9 @@ def review(
     if as_json:
         print_json(feedback_row(record))
     else:
-        click.echo(f"reviewed {full}: {record.value or record.score or 'comment'}")
+        judged = record.value if record.value is not None else record.score
+        fixed = f", corrected {', '.join(record.correction)}" if record.correction else ""
+        click.echo(f"reviewed {full}: {judged if judged is not None else 'no verdict'}{fixed}")
 
 
 def _option(field: str | None) -> str | None:

@@ -91,3 +91,5 @@ def test_review_from_the_cli_by_run_id_prefix(cli: CLI, tmp_path: Path) -> None:
         run_id, 0.0, {"category": "bug"}, "ann", "classify",
     )  # fmt: skip
     assert [run["run_id"] for run in cli("runs", "--reviewed", "--json").json()] == [run_id]
+    scored = cli("review", run_id, "--score", "0")
+    assert scored.code == 0 and scored.out.strip() == f"reviewed {run_id}: 0.0"
