@@ -48,9 +48,11 @@ def test_a_killed_replicas_background_runs_finish_on_the_other_and_no_finished_s
         statuses = _statuses(postgres_url)
         assert len(statuses) == RUNS and set(statuses.values()) == {"succeeded"}, statuses
         taken_from_first = [run_id for run_id, owner in owners.items() if owner is first]
-        with httpx.Client(base_url=second.url, timeout=30) as client:  # events of a run the killed one began
-            with connect_sse(client, "GET", f"/runs/{taken_from_first[0]}/events") as source:
-                events = list(source.iter_sse())
+        with (
+            httpx.Client(base_url=second.url, timeout=30) as client,  # events of a run the killed one began
+            connect_sse(client, "GET", f"/runs/{taken_from_first[0]}/events") as source,
+        ):
+            events = list(source.iter_sse())
     finally:
         first.stop()
         second.stop()
