@@ -139,3 +139,18 @@ def test_a_discarded_draft_is_gone(folder: Path) -> None:
     later.button(key="editor_draft_discard").click().run()
     assert not draft_path(path).exists()
     assert "dropped" not in later.session_state["editors"][str(path)].flow.text and not later.warning
+
+
+def test_a_model_is_chosen_from_a_list_or_typed_with_typed_parameters(folder: Path) -> None:
+    page = _open(folder)
+    editor = page.session_state["editors"][str(folder / "commented.yaml")]
+    page.segmented_control(key="editor_panel").set_value("Flow").run()
+    model = next(s for s in page.selectbox if s.label == "model")
+    assert {"local/smollm2", "scripted", "openai/gpt-4o-mini"} <= set(model.options)
+    model.set_value("openai/gpt-4o-mini")
+    next(n for n in page.number_input if n.label == "temperature").set_value(0.3)
+    next(b for b in page.button if b.label == "Apply model").click().run()
+    assert not page.exception, page.exception
+    default = dict(editor.flow.section("models")["default"])
+    assert default["model"] == "openai/gpt-4o-mini" and default["temperature"] == 0.3
+    assert default["script"] == [{"reply": "ok"}]  # what the picker does not show stays
