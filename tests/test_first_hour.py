@@ -199,9 +199,9 @@ def test_trace_full_shows_prompts_and_replies(cli: CLI) -> None:
     short = cli("trace", run["run_id"])
     full = cli("trace", run["run_id"], "--full")
     assert full.code == 0, full.err
-    assert "Write a short, polite reply to this billing ticket: refund me" in full.out
+    assert "Ticket (billing): refund me" in full.out
     assert "Sorry about that, we will refund you today." in full.out
-    assert "Write a short, polite reply" not in short.out
+    assert "Ticket (billing)" not in short.out
     assert "--full" in short.out
 
 

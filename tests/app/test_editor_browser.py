@@ -201,7 +201,7 @@ def test_inspector_edit_changes_only_the_prompt_and_the_yaml_view_shows_it(page:
     after = path.read_text(encoding="utf-8")
     changed = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:1] in "+-"]
     assert changed == [
-        '-       prompt: "Summarise this article in one sentence:\\n\\n{{ article }}"',
+        '-       prompt: "Article: {{ article }}\\nSummary:"',
         '+       prompt: "Summarise in one sentence:\\n\\n{{ article }}"',
     ]
 
