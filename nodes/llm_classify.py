@@ -234,6 +234,10 @@ class Classify(Node):
 
     def check(self) -> list[tuple[str, str]]:
         problems = []
+        if self.config.strategy == "cascade":
+            problems.append(
+                ("strategy", "`strategy: cascade` is not available on llm.classify yet (llm.generate has it)")
+            )
         if len(set(self.config.labels)) != len(self.config.labels):
             problems.append(("labels", "labels must be distinct"))
         for i, demo in enumerate(self.config.demos):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,9 +45,16 @@ class Generate(Node):
         """Cap on generated tokens; the model alias' setting when omitted."""
         strategy: Strategy = "single"
         """`single` call; `reasoning` (think, then answer); `ensemble` (`samples` answers, majority
-        vote); `reflect` (draft, critique, revise)."""
+        vote); `reflect` (draft, critique, revise); `cascade` (the student answers when its samples
+        agree, else the `teacher` alias, whose answer is kept as a demo)."""
         samples: int = Field(default=3, ge=1, le=15)
-        """How many answers an `ensemble` samples."""
+        """How many answers an `ensemble` samples (a `cascade`: student samples)."""
+        teacher: str = ""
+        """`cascade`: the teacher's model alias (the node's own model is the student)."""
+        agree: int = Field(default=2, ge=1, le=15)
+        """`cascade`: how many student samples must agree for the student's answer to stand."""
+        recall: int = Field(default=4, ge=0, le=20)
+        """`cascade`: how many of the teacher's past answers (nearest to the input) the student gets as demos."""
         optional: list[str] = []
         """Template variables that may stay unwired (or come from a skipped node): they render as
         "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
@@ -63,6 +71,12 @@ class Generate(Node):
     def model_calls(self) -> float:
         return strategies.calls(self.config.strategy, self.config.samples)
 
+    def check(self) -> list[tuple[str, str]]:
+        return strategies.check_cascade(self.config.strategy, self.config.teacher)
+
+    def model_aliases(self) -> list[tuple[str, str]]:
+        return [("teacher", self.config.teacher)] if self.config.strategy == "cascade" else []
+
     def templates(self) -> list[tuple[str, str]]:
         return [
             ("prompt", self.config.prompt),
@@ -77,16 +91,17 @@ class Generate(Node):
     def optional_inputs(self) -> set[str]:
         return super().optional_inputs() | {MESSAGES}
 
-    def render_prompt(self, values: dict[str, Any]) -> Prompt:
+    def render_prompt(self, values: dict[str, Any], recalled: list[dict[str, Any]] | None = None) -> Prompt:
         """The prompt for `values`, in the configured form.
 
         A wired `messages` conversation goes after the demos (chat form: as its turns, then the
         prompt as the last user turn unless it renders empty; completion form: as text lines).
+        `recalled`: a cascade's teacher examples, after the configured demos.
         """
         c = self.config
         turns = history(values)
         preamble = "\n\n".join(p for p in (render(c.system, values), render(c.instructions, values)) if p)
-        demos = [dict(d) for d in c.demos]
+        demos = [dict(d) for d in c.demos] + list(recalled or [])
         if c.form == "chat":
             messages = chat_messages(preamble, c.prompt, demos, "text", values)
             last = [messages[-1]] if messages[-1].content.strip() or not turns else []
@@ -104,7 +119,22 @@ class Generate(Node):
             return reply.text.strip()
 
         prompt = self.render_prompt(inputs.values())
+        if c.strategy == "cascade":
+            values = inputs.values()
+            plan = strategies.Cascade(c.teacher, c.samples, c.agree, c.recall, "text")
+            query = strategies.query_text(prompt)
+            render = functools.partial(self.render_prompt, values)
+            done = await strategies.cascade(
+                plan, ctx, query, _plain(values), render, stop=c.stop, max_tokens=c.max_tokens
+            )
+            return self.Outputs(text=done.answer)
         if c.strategy == "ensemble":
             return self.Outputs(text=strategies.majority(await strategies.samples(prompt, ask, c.samples)))
         final = await strategies.deliberate(c.strategy, prompt, ask, FINAL_REQUEST, FINAL_CUE)
         return self.Outputs(text=await ask(final))
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """The input values a demo can hold: JSON values, without the conversation or a missing optional one."""
+    json_types = (str, int, float, bool, list, dict)
+    return {k: v for k, v in values.items() if k != MESSAGES and isinstance(v, json_types)}

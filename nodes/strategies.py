@@ -1,10 +1,12 @@
-"""How an LLM node spends its calls: `single`, `reasoning`, `ensemble` or `reflect`.
+"""How an LLM node spends its calls: `single`, `reasoning`, `ensemble`, `reflect` or `cascade`.
 
 A strategy never changes the node's prompt, only which calls are made and how their
 answers combine: `reasoning` asks the model to think first and then answer (zero-shot
 chain of thought, two calls), `ensemble` samples several answers and keeps the most common
 one (self-consistency), `reflect` drafts an answer, asks for a critique of it and then for
-a revised answer (three calls). Every call goes through `ctx.llm`, so each one is traced,
+a revised answer (three calls), `cascade` samples a cheap student model (the node's own) given
+the teacher's past answers to the nearest questions as demos and asks the teacher alias only when
+the samples disagree, keeping the teacher's answer in the node's memory. Every call goes through `ctx.llm`, so each one is traced,
 cached and budgeted like any other.
 """
 
@@ -17,9 +19,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from studio.node import Message
+from studio.node import LLM, Message, NodeContext, TeacherExample
 
-Strategy = Literal["single", "reasoning", "ensemble", "reflect"]
+Strategy = Literal["single", "reasoning", "ensemble", "reflect", "cascade"]
 SAMPLE_TEMPERATURE = 0.7
 """Temperature of an ensemble's samples: enough for them to differ."""
 THINKING_TOKENS = 64
@@ -33,7 +35,7 @@ CALLS = {"single": 1, "reasoning": 2, "reflect": 3}
 
 def calls(strategy: str, samples: int) -> float:
     """Model calls one run of a node with this strategy makes."""
-    return samples if strategy == "ensemble" else CALLS.get(strategy, 1)
+    return samples if strategy in ("ensemble", "cascade") else CALLS.get(strategy, 1)
 
 
 @dataclass(frozen=True)
@@ -101,3 +103,77 @@ def majority(answers: list[str]) -> str:
     best = max(counts.values())
     winner = next(k for k in keys if counts[k] == best)
     return answers[keys.index(winner)]
+
+
+def check_cascade(strategy: str, teacher: str) -> list[tuple[str, str]]:
+    """Config problems of a cascade: it needs a `teacher` alias."""
+    if strategy == "cascade" and not teacher:
+        return [
+            ("teacher", "`strategy: cascade` needs `teacher`: the model alias that answers when the student is unsure")
+        ]
+    return []
+
+
+def query_text(prompt: Prompt) -> str:
+    """What a cascade's memory matches on: the prompt's text, or its last message."""
+    return prompt.text if prompt.text is not None else prompt.messages[-1].content
+
+
+@dataclass(frozen=True)
+class Cascaded:
+    """A cascade's answer, who gave it and why."""
+
+    answer: str
+    by: Literal["student", "teacher"]
+    """`student` when enough of its samples agreed, else `teacher`."""
+    agreeing: int
+    """How many student samples gave the majority answer."""
+
+
+@dataclass(frozen=True)
+class Cascade:
+    """How a node runs `strategy: cascade`."""
+
+    teacher: str
+    """The teacher's model alias."""
+    samples: int
+    """Student samples per question."""
+    agree: int
+    """How many samples must give the same answer for the student's answer to stand."""
+    recall: int
+    """How many of the teacher's past answers the student gets as demos."""
+    output: str
+    """The demo field that holds the answer (`text`, `label`, `data`)."""
+
+
+def asker(llm: LLM, **defaults: Any) -> Ask:
+    """An `Ask` over `llm` with default call options (stop, max_tokens)."""
+
+    async def ask(prompt: Prompt, **options: Any) -> str:
+        reply = await llm.complete(**prompt.request(), **{**defaults, **options})
+        return reply.text.strip()
+
+    return ask
+
+
+async def cascade(
+    plan: Cascade,
+    ctx: NodeContext,
+    query: str,
+    inputs: dict[str, Any],
+    render: Callable[[list[dict[str, Any]]], Prompt],
+    **defaults: Any,
+) -> Cascaded:
+    """The student's majority answer given the teacher's nearest past answers as demos (`render`
+    puts them in the prompt), or, when fewer than `plan.agree` samples agree, the teacher's answer
+    to the plain prompt, which is kept in the node's memory under `query`."""
+    demos = [{**e.inputs, plan.output: e.output} for e in ctx.memory.nearest(query, plan.recall)]
+    student = asker(ctx.llm, **defaults)
+    answers = await samples(render(demos), student, plan.samples)
+    winner = majority(answers)
+    agreeing = sum(normalised(a) == normalised(winner) for a in answers)
+    if answers and agreeing >= min(plan.agree, plan.samples):
+        return Cascaded(winner, "student", agreeing)
+    answer = await asker(ctx.llm_for(plan.teacher), **defaults)(render([]))
+    ctx.memory.remember(TeacherExample(query=query, inputs=inputs, output=answer))
+    return Cascaded(answer, "teacher", agreeing)

@@ -36,6 +36,7 @@ __all__ = [
     "McpResult",
     "McpServer",
     "McpTool",
+    "Memory",
     "Message",
     "Messages",
     "Node",
@@ -46,6 +47,7 @@ __all__ = [
     "SubFlowLookup",
     "SubFlowNode",
     "SubFlowSignature",
+    "TeacherExample",
     "TemplateError",
     "TemplateInputs",
     "ToolCall",
@@ -166,6 +168,42 @@ class _NoMcp:
         raise NodeError("MCP servers are only reachable inside a run", kind="no_mcp")
 
 
+@dataclass(frozen=True)
+class TeacherExample:
+    """A teacher's past answer kept for a node (`strategy: cascade`)."""
+
+    query: str
+    """The text retrieval matches on (the rendered question)."""
+    inputs: dict[str, Any]
+    """The node's input values for that answer."""
+    output: str
+    """The teacher's answer."""
+
+
+class Memory(Protocol):
+    """A node's teacher memory: its kept teacher answers, searchable by the current question."""
+
+    def nearest(self, query: str, k: int) -> list[TeacherExample]:
+        """Up to `k` kept examples closest to `query`, best first."""
+        ...
+
+    def remember(self, example: TeacherExample) -> None:
+        """Keep one teacher answer."""
+        ...
+
+
+class _NoMemory:
+    def nearest(self, query: str, k: int) -> list[TeacherExample]:
+        return []
+
+    def remember(self, example: TeacherExample) -> None:
+        return None
+
+
+def _no_other_models(alias: str) -> LLM:
+    raise NodeError(f"model alias {alias!r} is not reachable here", kind="no_model")
+
+
 @dataclass
 class NodeContext:
     """What a running node may use."""
@@ -187,6 +225,11 @@ class NodeContext:
     """The flow's `tools:` section, resolved (`studio.tools.resolve_tools`)."""
     mcp: McpClient = field(default_factory=_NoMcp)
     """The run's MCP sessions; nodes use `mcp_tools` and `mcp_call`."""
+    llm_for: Callable[[str], LLM] = _no_other_models
+    """Another alias of the flow as a model, traced and budgeted like `llm` (a cascade's teacher);
+    only the aliases the node names in `model_aliases()` are reachable."""
+    memory: Memory = field(default_factory=_NoMemory)
+    """The node's teacher memory (`strategy: cascade`)."""
 
     async def mcp_tools(self, server: McpServer) -> list[McpTool]:
         """The tools of `server` (connected on first use in the run, listed once per run)."""
@@ -315,6 +358,11 @@ class Node:
     def model_calls(self) -> float:
         """Model calls one run of the node makes (sub-flows not counted)."""
         return 1.0 if self.uses_model else 0.0
+
+    def model_aliases(self) -> list[tuple[str, str]]:
+        """(config field, alias) pairs: other model aliases the node calls through `ctx.llm_for`;
+        the compiler checks that each is defined."""
+        return []
 
     def setup_calls(self, model: str) -> int:
         """Model calls a freshly compiled node makes once on `model` (the model string), e.g. a calibration."""

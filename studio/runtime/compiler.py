@@ -139,6 +139,12 @@ class _Compiler:
             raise self.fail(f"sub-flow: {err}", "nodes", node_id, "config", node=node_id) from None
         for field, message in problems:
             raise self.fail(message, "nodes", node_id, "config", field, node=node_id)
+        for field, alias in node.model_aliases():
+            if alias not in self.models:
+                close = difflib.get_close_matches(alias, sorted(self.models), n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                message = f"model alias {alias!r} is not defined under `models:`{hint}"
+                raise self.fail(message, "nodes", node_id, "config", field, node=node_id)
         for field, source in node.templates():
             try:
                 templates.check_syntax(source)

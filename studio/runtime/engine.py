@@ -30,6 +30,7 @@ from studio.runtime.budget import Budget
 from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
 from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
+from studio.runtime.memory import Memories
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, StepStatus, Store, new_id, now
 from studio.tools import resolve_tools
 from studio.types import PortType, expected
@@ -399,6 +400,8 @@ class _Graph:
             supplied=self.shared.supplied.get(path, NO_VALUE),
             tools=self.tools,
             mcp=self.shared.mcp,
+            llm_for=functools.partial(self._llm_for, node, path, calls),
+            memory=self.shared.engine.memories.of(self.plan.flow.spec.name, path),
         )
         try:
             with templates.time_limit(node.timeout_s):
@@ -413,6 +416,12 @@ class _Graph:
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
         on_token = self.shared.engine.token_sink(self.shared.run.run_id, path, self.shared.options)
         return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache, on_token)
+
+    def _llm_for(self, node: PlanNode, path: str, calls: list[CallRecord], alias: str) -> BoundLLM:
+        if alias not in dict(node.node.model_aliases()).values():
+            raise NodeError(f"model alias {alias!r} is not one the node names", kind="no_model")
+        cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
+        return BoundLLM(path, alias, self.plan.models, self.client, calls, self.shared.budget, cache)
 
     async def call_flow(
         self, path: str, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = ""
@@ -456,6 +465,8 @@ class Engine:
         self.store = store
         self.max_concurrency = max_concurrency
         self.hooks = hooks or []
+        self.memories = Memories()
+        """Every node's teacher memory (`strategy: cascade`), kept while the engine lives."""
 
     def emit(self, event: HookEvent, *, run_id: str, **details: Any) -> None:
         """Call every hook with keyword arguments; hooks take **future_kwargs."""
