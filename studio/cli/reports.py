@@ -148,6 +148,19 @@ def print_trace(
     console.print(
         f"{len(calls)} model call(s)" + ("" if full else "; --full shows inputs, outputs, prompts and replies")
     )
+    if split := cascade_split(calls):
+        console.print(_text(split))
+
+
+def cascade_split(calls: list[CallRecord]) -> str:
+    """A cascade's cost split (teacher calls carry `cascade: teacher`), or "" when no node escalated."""
+    teacher = [c for c in calls if c.request.get("cascade") == "teacher"]
+    if not teacher:
+        return ""
+    student = [c for c in calls if c.request.get("cascade") != "teacher"]
+    paid = sum(c.cost_usd for c in teacher)
+    rest = sum(c.cost_usd for c in student)
+    return f"cascade: teacher {len(teacher)} call(s) ${paid:.6f}; student and other calls {len(student)} ${rest:.6f}"
 
 
 def compact_table() -> Table:

@@ -421,7 +421,8 @@ class _Graph:
         if alias not in dict(node.node.model_aliases()).values():
             raise NodeError(f"model alias {alias!r} is not one the node names", kind="no_model")
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
-        return BoundLLM(path, alias, self.plan.models, self.client, calls, self.shared.budget, cache)
+        tag = {"cascade": "teacher"}
+        return BoundLLM(path, alias, self.plan.models, self.client, calls, self.shared.budget, cache, tag=tag)
 
     async def call_flow(
         self, path: str, flow: str | dict[str, Any], inputs: dict[str, Any], label: str = ""

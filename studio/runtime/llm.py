@@ -104,7 +104,10 @@ class BoundLLM:
         budget: Budget,
         cache: Cache | None,
         on_token: TokenSink | None = None,
+        tag: Mapping[str, str] | None = None,
     ) -> None:
+        self.tag = dict(tag or {})
+        """Keys the trace keeps in each call's recorded request (`cascade: teacher`); never sent or cached."""
         self.node_id = node_id
         self.alias = alias
         self.models = models
@@ -306,7 +309,7 @@ class BoundLLM:
             CallRecord(
                 node=self.node_id,
                 model=spec.model,
-                request=_recorded(request),
+                request={**_recorded(request), **self.tag},
                 response=completion.text if completion else None,
                 input_tokens=tokens_in,
                 output_tokens=tokens_out,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from studio.cli.reports import cascade_split
 from studio.errors import CompileError
 from studio.flow.spec import load_flow_text
 from studio.node import TeacherExample
@@ -47,6 +48,11 @@ async def test_disagreeing_samples_escalate_and_the_kept_answer_lets_the_student
     assert [c.model for c in calls].count("scripted") == 4  # three student samples, one teacher call
     teacher = [c for c in calls if c.cost_usd > 0]
     assert len(teacher) == 1 and teacher[0].response == "Paris"
+    assert [c.request.get("cascade") for c in calls] == [None, None, None, "teacher"]  # who answered
+    split = cascade_split(calls)
+    assert split.startswith(
+        f"cascade: teacher 1 call(s) ${teacher[0].cost_usd:.6f}; student and other calls 3 $0.000000"
+    )
     kept = engine.memories.of("scenario", "ask").examples
     assert kept == [
         TeacherExample("What is the capital of France?", {"question": "What is the capital of France?"}, "Paris")
@@ -56,6 +62,7 @@ async def test_disagreeing_samples_escalate_and_the_kept_answer_lets_the_student
     assert again.outputs == {"answer": "Paris"}, again.error
     calls = store.calls(again.run_id)
     assert len(calls) == 3 and all(c.cost_usd == 0 for c in calls)  # the student alone, free
+    assert cascade_split(calls) == ""
     assert "What is the capital of France?" in str(calls[0].request)  # the teacher's answer as a demo
 
 
