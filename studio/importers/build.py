@@ -20,7 +20,7 @@ def slug(text: str, fallback: str) -> str:
     """A node id (`[a-z][a-z0-9_]*`) from a source name or title; `fallback` when nothing is left."""
     words = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
     if not words:
-        words = fallback
+        words = re.sub(r"[^a-z0-9]+", "_", fallback.lower()).strip("_") or "node"
     if not words[0].isalpha():
         words = f"n_{words}"
     return words[:48].rstrip("_")

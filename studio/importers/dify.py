@@ -14,6 +14,8 @@ from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import load_yaml, sandbox_notes, tool_function
 
 _VAR = re.compile(r"\{\{#([A-Za-z0-9_\-]+)\.([A-Za-z0-9_.\-]+)#\}\}")
+_TEXT = re.compile(_VAR.pattern + r"|\{\{#context#\}\}|\{[{%#]")
+"""In Dify's plain text: a `{{#node.var#}}` reference, the context slot, or Jinja syntax to escape."""
 INPUT_TYPES = {"text-input": "str", "paragraph": "str", "select": "str", "number": "float"}
 PORTS = {
     "llm": {"text": "text"},
@@ -65,11 +67,18 @@ class _Ctx:
         if not isinstance(selector, list) or len(selector) < 2:
             return None
         head, var, *rest = (str(s) for s in selector)
+        if head == self.start and var.partition(".")[0] in ("sys", "env", "conversation"):
+            # Older exports name system variables through the start node: [start, "sys.query"].
+            head, var = var.split(".", 1) if "." in var else (var, rest.pop(0) if rest else "")
         if head in ("sys", "env", "conversation"):
+            if self.item is not None:
+                return self._outer([head, var])
             what = {"sys": "system variable", "env": "environment variable", "conversation": "conversation variable"}
             self.b.inputs.setdefault(var, {"type": "str", "description": f"Dify's {what[head]} {head}.{var}"})
             return f"$inputs.{var}"
         if self.item is not None and head == self.item:
+            if var != "item":
+                self.b.inputs.setdefault("index", {"type": "int"})
             return f"$inputs.{'item' if var == 'item' else 'index'}"
         if head == self.start:
             return f"$inputs.{var}"
@@ -100,6 +109,9 @@ class _Ctx:
         """Dify text with `{{#node.var#}}` references → a Jinja template; the wires go to `inputs`."""
 
         def swap(match: re.Match[str]) -> str:
+            if match.group(1) is None:  # Jinja syntax in Dify's plain text is literal text
+                token = match.group(0)
+                return token if token == "{{#context#}}" else "{{ '" + token + "' }}"
             head, var = match.group(1), match.group(2)
             wire = self.wire([head, *var.split(".")])
             if wire is None:
@@ -112,7 +124,11 @@ class _Ctx:
             inputs[name] = wire
             return "{{ " + name + " }}"
 
-        return _VAR.sub(swap, text)
+        return _TEXT.sub(swap, text)
+
+
+NOTE = "custom-note"
+"""Canvas type of Dify's sticky notes: text on the canvas, not a node of the graph."""
 
 
 def import_dify(source: Path, *, allow_placeholders: bool = False) -> Imported:
@@ -132,7 +148,11 @@ def import_dify(source: Path, *, allow_placeholders: bool = False) -> Imported:
         raise FlowError(
             "not a Dify workflow or advanced-chat app (app.mode and workflow.graph.nodes)", file=doc.file, line=1
         )
-    nodes = [n for n in graph["nodes"] if isinstance(n, dict) and "id" in n and isinstance(n.get("data"), dict)]
+    nodes = [
+        n
+        for n in graph["nodes"]
+        if isinstance(n, dict) and "id" in n and isinstance(n.get("data"), dict) and n.get("type") != NOTE
+    ]
     given = graph.get("edges")
     raw_edges: list[Any] = given if isinstance(given, list) else []
     edges = [e for e in raw_edges if isinstance(e, dict)]
@@ -404,7 +424,7 @@ def _code(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] 
         entry.refuse(f"code in {data.get('code_language')}: code.python runs Python only")
         return None
     try:
-        func = tool_function(str(data.get("code") or ""), decorator="main")
+        func = tool_function(str(data.get("code") or ""), decorator="main", entry="main")
     except ValueError as err:
         entry.refuse(str(err))
         return None
@@ -585,8 +605,10 @@ def _iteration(
         if n.status == "not converted":
             entry.refuse(f"its body has a node not converted ({n.source})")
             return None
+    if "index" in inner.b.inputs:
+        entry.refuse("its body reads the iteration's index, which control.map does not pass to the sub-flow")
+        return None
     inner.b.models = {**ctx.b.models, **inner.b.models}
-    inner.b.inputs.pop("index", None)
     inputs: dict[str, Any] = {"items": ctx.wire(data.get("iterator_selector"))}
     for input_name, selector_text in inner.outer.items():
         inputs[input_name] = ctx.wire(json.loads(selector_text))

@@ -14,6 +14,16 @@ from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, load_yaml, read_text, sandbox_notes, tool_function
 
 _REF = re.compile(r"^\$\{([A-Za-z_][\w-]*)\.([\w.-]+)\}$")
+
+
+def _ref(value: Any) -> tuple[str, str] | None:
+    """`${head.rest}` as (head, rest); `${flow.x}`, Prompt flow's other spelling of a flow input,
+    reads as `${inputs.x}`."""
+    if not isinstance(value, str) or not (m := _REF.match(value.strip())):
+        return None
+    return ("inputs" if m.group(1) == "flow" else m.group(1)), m.group(2)
+
+
 _ROLE = re.compile(r"^[ \t]*#[ \t]*(system|user|assistant|function|tool)[ \t]*:[ \t]*$", re.I | re.M)
 TYPES = {"string": "str", "int": "int", "double": "float", "bool": "bool", "list": "list", "object": "dict"}
 LLM_SETTINGS = {
@@ -37,9 +47,9 @@ class _Ctx:
 
     def wire(self, value: Any) -> Any:
         """A source value as a flow value: `${...}` references become wires."""
-        if not isinstance(value, str) or not (m := _REF.match(value.strip())):
+        if not (ref := _ref(value)):
             return literal(value)
-        head, rest = m.group(1), m.group(2)
+        head, rest = ref
         if head == "inputs":
             name, _, path = rest.partition(".")
             return self.b.field(f"$inputs.{name}", jmes(path.split(".")), "inputs") if path else f"$inputs.{name}"
@@ -123,8 +133,8 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 def _refs(value: Any) -> list[str]:
     """Source node names a value refers to (`${node.output...}`)."""
-    if isinstance(value, str) and (m := _REF.match(value.strip())) and m.group(1) != "inputs":
-        return [m.group(1)]
+    if (ref := _ref(value)) and ref[0] != "inputs":
+        return [ref[0]]
     if isinstance(value, dict):
         return [r for v in value.values() for r in _refs(v)]
     if isinstance(value, list):
@@ -176,8 +186,8 @@ def _input_refs(node: dict[str, Any]) -> list[tuple[str, str]]:
     values = [*(node.get("inputs") or {}).values(), activate.get("when") if isinstance(activate, dict) else None]
     found = []
     for value in values:
-        if isinstance(value, str) and (m := _REF.match(value.strip())):
-            found.append((m.group(1), m.group(2)))
+        if ref := _ref(value):
+            found.append(ref)
     return found
 
 
@@ -227,7 +237,7 @@ def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
         entry.refuse(f"node type {node.get('type')!r} has no built-in equivalent")
         return
     try:
-        text = read_text(ctx.folder, str(source.get("path", "")))
+        text = _source_text(ctx, str(source.get("path", "")), entry)
     except ValueError as err:
         entry.refuse(str(err))
         return
@@ -242,6 +252,23 @@ def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
         spec["description"] = f"Prompt flow variant {node['_variant']}; other variants: {', '.join(node['_others'])}"
     _activate(ctx, node, spec, entry)
     ctx.b.nodes[node_id] = spec
+
+
+def _source_text(ctx: _Ctx, name: str, entry: NodeReport) -> str:
+    """The file a node names: in the flow folder, else one of the flow's `additional_includes`
+    (files or folders Prompt flow copies into the flow's root, by their last name), which must stay
+    inside the folder holding the flow folder."""
+    try:
+        return read_text(ctx.folder, name)
+    except ValueError:
+        includes = ctx.doc.data.get("additional_includes")
+        for include in includes if isinstance(includes, list) else []:
+            if isinstance(include, str) and Path(name).parts[:1] == (Path(include).name,):
+                relative = (Path(include).parent / name).as_posix()
+                text = read_text(ctx.folder.parent, f"{ctx.folder.name}/{relative}")
+                entry.notes.append(f"{name} read from additional_includes ({include})")
+                return text
+        raise
 
 
 def _activate(ctx: _Ctx, node: dict[str, Any], spec: dict[str, Any], entry: NodeReport) -> None:

@@ -61,18 +61,20 @@ REQUIRED = object()
 """Marks a parameter with no default."""
 
 
-def tool_function(source: str, decorator: str = "tool") -> Function:
-    """The function decorated `@tool` (else the module's only function), parsed with `ast`; raises
-    ValueError when there is none or the source does not parse."""
+def tool_function(source: str, decorator: str = "tool", entry: str | None = None) -> Function:
+    """The function decorated `@tool` (else the one named `entry`, else the module's only function),
+    parsed with `ast`; raises ValueError when there is none or the source does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         raise ValueError(f"the Python file does not parse ({type(err).__name__})") from None
     functions = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
     tools = [f for f in functions if any(_names(d, decorator) for d in f.decorator_list)]
-    chosen = tools or (functions if len(functions) == 1 else [])
+    named = [f for f in functions if entry and f.name == entry]
+    chosen = tools or named or (functions if len(functions) == 1 else [])
     if len(chosen) != 1:
-        raise ValueError("no single @tool function in the Python file")
+        wanted = f"`{entry}` function" if entry else "@tool function"
+        raise ValueError(f"no single {wanted} in the Python file")
     func = chosen[0]
     drop: set[int] = set()
     for d in func.decorator_list:

@@ -1,0 +1,93 @@
+"""Importers: shapes met in the public example flows (Prompt flow's examples/flows, community Dify
+DSL exports) import and validate, or are refused with the reason."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+from jinja2.sandbox import SandboxedEnvironment
+
+from bench.importers import found_items, measure
+from studio.importers import import_dify, import_promptflow, write_import
+from studio.runtime.runner import run_flow
+
+SHAPES = Path(__file__).parent / "fixtures" / "shapes"
+
+
+def _run(flow: Path, inputs: dict[str, object], tmp_path: Path) -> dict[str, object]:
+    result = run_flow(flow, inputs, db=tmp_path / "db.sqlite")
+    assert result.status == "succeeded", result.error
+    return result.outputs
+
+
+def test_a_flow_prefix_reference_reads_the_flow_input(tmp_path: Path) -> None:
+    write_import(import_promptflow(SHAPES / "flow-prefix"), tmp_path / "flow.yaml")
+    assert _run(tmp_path / "flow.yaml", {"question": "why"}, tmp_path) == {"answer": "WHY!"}
+
+
+def test_a_file_from_additional_includes_is_read_and_noted(tmp_path: Path) -> None:
+    imported = import_promptflow(SHAPES / "includes" / "flow")
+    assert imported.report.nodes[0].notes == ["ask.jinja2 read from additional_includes (../shared/ask.jinja2)"]
+    write_import(imported, tmp_path / "flow.yaml")
+    assert _run(tmp_path / "flow.yaml", {"question": "why"}, tmp_path) == {"answer": "WHY?"}
+
+
+def test_an_include_outside_the_folder_above_the_flow_is_still_refused(tmp_path: Path) -> None:
+    flow = tmp_path / "a" / "flow"
+    flow.mkdir(parents=True)
+    (tmp_path / "secret.jinja2").write_text("secret")
+    dag = (SHAPES / "includes" / "flow" / "flow.dag.yaml").read_text()
+    (flow / "flow.dag.yaml").write_text(dag.replace("../shared/ask.jinja2", "../../ask.jinja2"))
+    (tmp_path / "ask.jinja2").write_text("{{ q }}")
+    node = import_promptflow(flow).report.nodes[0]
+    assert node.status == "not converted" and "outside the flow folder" in node.notes[-1]
+
+
+def test_a_dify_sticky_note_is_no_node_and_main_is_chosen_among_helpers(tmp_path: Path) -> None:
+    imported = import_dify(SHAPES / "note-and-helpers.yml")
+    assert [n.kind for n in imported.report.nodes] == ["start", "code", "end"]
+    assert imported.report.complete, imported.report.lines()
+    write_import(imported, tmp_path / "flow.yaml")
+    assert _run(tmp_path / "flow.yaml", {"text": "a b c"}, tmp_path) == {"count": 3}
+
+
+def test_system_variables_through_the_start_node_and_inside_an_iteration(tmp_path: Path) -> None:
+    write_import(import_dify(SHAPES / "chat-sys.yml"), tmp_path / "flow.yaml")
+    body = yaml.safe_load((tmp_path / "parts" / "chat-sys-each.yaml").read_text())
+    assert body["inputs"].keys() == {"item", "sys_query"}
+    outputs = _run(tmp_path / "flow.yaml", {"query": "x y"}, tmp_path)
+    assert outputs == {"answer": ["x of x y", "y of x y"]}
+
+
+def test_jinja_syntax_in_dify_plain_text_stays_literal(tmp_path: Path) -> None:
+    imported = import_dify(SHAPES / "literal-braces.yml")
+    write_import(imported, tmp_path / "flow.yaml")
+    config = imported.flow["nodes"]["explain"]["config"]
+    render = SandboxedEnvironment().from_string
+    assert render(config["system"]).render() == "Answer in the form <input>{{subject}}</input>"
+    assert render(config["prompt"]).render(topic="tea") == "Explain tea"
+
+
+def test_an_iteration_body_reading_the_index_is_refused_with_the_reason() -> None:
+    node = import_dify(SHAPES / "iteration-index.yml").report.nodes[1]
+    assert node.status == "not converted"
+    assert node.notes == ["its body reads the iteration's index, which control.map does not pass to the sub-flow"]
+
+
+def test_the_bench_finds_flows_and_apps_under_a_source_folder_and_counts_them() -> None:
+    found = found_items(SHAPES)
+    assert [p.name for p in found["promptflow"]] == ["flow-prefix", "flow"]
+    assert len(found["dify"]) == 4
+    dify = measure("dify", found["dify"])
+    assert (dify["flows"], dify["import_and_validate"]) == (4, 3)
+    assert dify["failure_reasons"] == [(
+        "iteration node not converted: its body reads the iteration's index, which control.map does not pass to the sub-flow",
+        1,
+    )]  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.importers", "--source", str(SHAPES)], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.startswith("promptflow  2/2 flows import and validate (100%)")
