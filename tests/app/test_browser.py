@@ -42,9 +42,9 @@ def test_from_runs_list_to_failed_node_and_its_cause(
     expect = sync_api.expect
     page = browser.new_page(viewport={"width": 1400, "height": 2400})
     try:
-        page.goto(url)  # the studio opens on Home; its link leads to the runs list
+        page.goto(url)  # the studio opens on Home; the navigation bar leads to the runs list
         expect(page.get_by_role("heading", name="Flowstudio")).to_be_visible(timeout=WAIT_MS)
-        page.get_by_test_id("stPageLink").get_by_role("link", name="Runs").click()
+        page.get_by_role("link", name="Runs", exact=True).click()
         expect(page.get_by_role("heading", name="Runs")).to_be_visible(timeout=WAIT_MS)
         choose(page, "Flow", "failing")
         expect(page.get_by_text("2 runs match")).to_be_visible(timeout=WAIT_MS)

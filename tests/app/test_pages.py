@@ -75,15 +75,18 @@ def test_runs_list_filters_by_flow_and_status(app_env: dict[str, str]) -> None:
     assert app.selectbox(key="runs_open").options[0].startswith(app_env["failing_b"])
 
 
+COLUMNS = ["run_id", "flow", "flow_path", "flow_hash", "flow_text", "inputs", "status", "outputs", "error",
+           "tokens", "cost_usd", "steps", "started_at", "ended_at", "parent_run_id", "experiment_id", "options"]  # fmt: skip
+"""The columns the seeded rows fill; the others keep their defaults."""
+
+
 def _row(record: RunRecord) -> list[object]:
     """A runs-table row in column order (a bulk insert in one transaction, faster than create_run)."""
     from studio.store.sqlite import _to_row
 
     row = _to_row(record)
     row["flow_text"] = None
-    columns = ["run_id", "flow", "flow_path", "flow_hash", "flow_text", "inputs", "status", "outputs", "error",
-               "tokens", "cost_usd", "steps", "started_at", "ended_at", "parent_run_id", "experiment_id", "options"]  # fmt: skip
-    return [row[c] for c in columns]
+    return [row[c] for c in COLUMNS]
 
 
 def test_runs_list_is_paginated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -93,7 +96,9 @@ def test_runs_list_is_paginated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         for number in range(120):
             started = f"2026-02-01T00:{number // 60:02d}:{number % 60:02d}"
             record = RunRecord(run_id=f"r{number:03d}", flow="many", flow_path=None, flow_hash="h", inputs={}, started_at=started)  # fmt: skip
-            conn.execute("INSERT INTO runs VALUES (" + ", ".join("?" * 17) + ")", _row(record))
+            conn.execute(
+                f"INSERT INTO runs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", _row(record)
+            )
     store.close()
     monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
     app = _page(_runs_page)

@@ -12,7 +12,7 @@ from studio.cli import main
 from tests.conftest import CLI
 from tests.optimize.conftest import DEMO_RULES, MakeTask, Task, rows, write_jsonl
 
-KEYS = {"experiment_id", "flow_out", "calls", "tokens", "cost_usd", "before", "after", "pareto"}
+KEYS = {"experiment_id", "flow_out", "calls", "tokens", "cost_usd", "before", "after", "pareto", "reviewed_examples"}
 
 
 def args(task: Task, *extra: str, budget: str = "120") -> list[str]:
