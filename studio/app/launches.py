@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from studio.evaluate.live import LAUNCH_ENV
-from studio.store.base import ExperimentRecord, RunFilter, Store, new_id, now
+from studio.store.base import ExperimentRecord, RunFilter, Store, new_id, now, process_exists
 
 State = Literal["starting", "running", "finished", "stopped", "failed", "unfinished"]
 """`unfinished`: no summary and no process the studio started (a terminal batch, running or killed)."""
@@ -100,12 +100,8 @@ def alive(pid: int | None) -> bool:
             return False
     except ChildProcessError:
         pass  # not our child (started before a reload of the server): ask the process table
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not process_exists(pid):
         return False
-    except PermissionError:
-        return True
     stat = Path(f"/proc/{pid}/stat")
     try:
         return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"

@@ -20,7 +20,7 @@ import sqlite3
 import uuid
 from typing import Any, Protocol
 
-from studio.store.base import Store, now
+from studio.store.base import Store, now, process_exists
 
 EventRow = tuple[str, int, int, str, str]
 """run_id, major, minor, name, data (JSON): one recorded event id."""
@@ -133,7 +133,7 @@ class SQLiteLedger:
             "SELECT b.run_id, b.owner_pid FROM serve_background b JOIN runs r ON r.run_id = b.run_id "
             "WHERE r.status = 'running' ORDER BY b.started_at"
         ).fetchall()
-        return [run_id for run_id, owner in rows if owner == os.getpid() or not _alive(owner)]
+        return [run_id for run_id, owner in rows if owner == os.getpid() or not process_exists(owner)]
 
     def renew(self, run_ids: list[str]) -> list[str]:
         return []
@@ -225,13 +225,3 @@ class PostgresLedger:
     async def flush(self) -> None:
         if self.store.writer is not None:
             await self.store.writer.write(_nothing)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

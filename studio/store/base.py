@@ -205,13 +205,18 @@ def owner_gone(run: RunRecord) -> bool:
         return False
     if run.pid == os.getpid():
         return False
+    return not process_exists(run.pid) or _started_after(run.pid, run.started_at)
+
+
+def process_exists(pid: int) -> bool:
+    """Whether some process on this host has id `pid` (another user's counts too)."""
     try:
-        os.kill(run.pid, 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
-        return True
+        return False
     except PermissionError:
-        return False  # another user's process lives under that id
-    return _started_after(run.pid, run.started_at)
+        return True
+    return True
 
 
 def _started_after(pid: int, started_at: str) -> bool:
