@@ -10,6 +10,7 @@ from typing import Any
 from studio.errors import FlowError
 from studio.flow.loader import Document
 from studio.importers.build import FlowBuilder, Imported, jmes, literal, slug
+from studio.importers.dify_tools import HTTP_TOOLS, PYTHON_CONFIG, PYTHON_TOOLS
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import load_yaml, sandbox_notes, tool_function
 
@@ -89,10 +90,13 @@ class _Ctx:
             raise FlowError(f"a reference to {head}.{var}, which is not a node", file=self.report.file, line=line)
         node_id, kind = self.ids[head], self.kind(head)
         port = PORTS.get(kind, {}).get(var)
-        if kind == "code":
+        tool = str(self.by_id[head]["data"].get("tool_name")) if kind == "tool" else ""
+        if kind == "code" or tool in PYTHON_TOOLS:
             return self.b.field(f"${node_id}.result", jmes([var, *rest]), node_id)
         if kind == "iteration":
             return self.b.field(f"${node_id}.results", "[*].output", node_id)
+        if tool in HTTP_TOOLS:
+            port = HTTP_TOOLS[tool].ports.get(var)
         if port is None:
             port = var
         wire = f"${node_id}.{port}"
@@ -295,6 +299,7 @@ def _convert(
         "code": _code, "if-else": _if_else, "question-classifier": _classifier,
         "parameter-extractor": _extractor, "http-request": _http, "knowledge-retrieval": _knowledge,
         "variable-aggregator": _aggregator, "variable-assigner": _aggregator, "assigner": _assigner,
+        "tool": _tool,
     }  # fmt: skip
     if kind == "iteration-start":
         return
@@ -554,6 +559,68 @@ def _http(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
         if body.get("type") != "json":
             entry.approximate(f"a {body.get('type')} body is sent as text")
     return {"type": "tool.http", "inputs": inputs, "config": config}
+
+
+def _tool(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | None:
+    """A built-in tool with an HTTP or Python equivalent (studio.importers.dify_tools)."""
+    name = str(data.get("tool_name"))
+    settings = {str(k): v for k, v in (data.get("tool_configurations") or {}).items()}
+    if name in PYTHON_TOOLS:
+        tool = PYTHON_TOOLS[name]
+        entry.approximate(tool.note)
+        given = {var: literal(settings.get(key)) for key, var in PYTHON_CONFIG.items()}
+        return {"type": "code.python", "inputs": given, "config": {"code": tool.code}}
+    if name not in HTTP_TOOLS:
+        entry.refuse(f"tool {data.get('provider_id')}/{name}: no HTTP or Python equivalent is built in")
+        return None
+    shape, base = HTTP_TOOLS[name], slug(str(data.get("title") or name), "tool")
+    inputs: dict[str, Any] = {}
+    used = f"{shape.url} {shape.body}"
+    prelude = "".join(f"{{% set {k} = {_jinja_value(v)} %}}" for k, v in settings.items() if _plain(k, v) and k in used)
+    prelude += "".join(_parameter(ctx, str(k), v, inputs) for k, v in (data.get("tool_parameters") or {}).items())
+    request: dict[str, Any] = {"url": _rendered(ctx, f"{base}_url", prelude + shape.url, inputs)}
+    if shape.body:
+        request["body"] = _rendered(ctx, f"{base}_body", prelude + shape.body, inputs)
+    entry.approximate(shape.note)
+    config: dict[str, Any] = {"method": shape.method}
+    if shape.headers:
+        config["headers"] = dict(shape.headers)
+    return {"type": "tool.http", "inputs": request, "config": config}
+
+
+def _jinja_value(value: Any) -> str:
+    """A JSON scalar written as a Jinja literal (`none` for null)."""
+    return "none" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _plain(key: str, value: Any) -> bool:
+    """Whether a tool configuration can be a Jinja variable (a name, and a JSON scalar)."""
+    return key.isidentifier() and (value is None or isinstance(value, str | int | float | bool))
+
+
+def _parameter(ctx: _Ctx, name: str, value: Any, inputs: dict[str, Any]) -> str:
+    """One tool parameter as a template variable: a wire in `inputs`, or a `{% set %}` block."""
+    kind, raw = (value.get("type"), value.get("value")) if isinstance(value, dict) else ("constant", value)
+    if kind == "variable":
+        inputs[name] = ctx.wire(raw)
+        return ""
+    text = str(raw if raw is not None else "")
+    whole = _VAR.fullmatch(text.strip())
+    if whole:
+        inputs[name] = ctx.wire([whole.group(1), *whole.group(2).split(".")])
+        return ""
+    taken = {k: object() for k in (name, *inputs)}  # the template's own inputs get other names
+    own = {**taken}
+    jinja = ctx.template(text, own)
+    inputs.update({k: v for k, v in own.items() if k not in taken})
+    return f"{{% set {name} %}}{jinja}{{% endset %}}"
+
+
+def _rendered(ctx: _Ctx, near: str, template: str, inputs: dict[str, Any]) -> str:
+    """A text.template node rendering `template` from `inputs`; its text wire."""
+    node_id = ctx.b.new_id(near)
+    ctx.b.nodes[node_id] = {"type": "text.template", "inputs": dict(inputs), "config": {"template": template}}
+    return f"${node_id}.text"
 
 
 def _knowledge(ctx: _Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from studio.importers import import_dify, import_promptflow, write_import
 from studio.runtime.runner import run_flow
 
 SHAPES = Path(__file__).parent / "fixtures" / "shapes"
+TOOLS = Path(__file__).parent / "fixtures" / "tools"
 
 
 def _run(flow: Path, inputs: dict[str, object], tmp_path: Path) -> dict[str, object]:
@@ -91,3 +92,39 @@ def test_the_bench_finds_flows_and_apps_under_a_source_folder_and_counts_them() 
         [sys.executable, "-m", "bench.importers", "--source", str(SHAPES)], capture_output=True, text=True, check=True
     ).stdout
     assert out.startswith("promptflow  2/2 flows import and validate (100%)")
+
+
+def test_dify_built_in_tools_with_a_public_api_become_requests_and_the_rest_are_refused(tmp_path: Path) -> None:
+    imported = import_dify(TOOLS / "builtin-tools.yml")
+    status = {n.source: n.status for n in imported.report.nodes if n.kind == "tool"}
+    assert status == {
+        "Read the page": "approximated",
+        "Wikipedia": "approximated",
+        "Now": "approximated",
+        "Pay": "not converted",
+    }
+    nodes, render = imported.flow["nodes"], SandboxedEnvironment().from_string
+    jina, wiki = nodes["read_the_page"], nodes["wikipedia"]
+    assert jina["type"] == wiki["type"] == "tool.http"
+    url = nodes[jina["inputs"]["url"].removeprefix("$").split(".")[0]]
+    assert url["inputs"] == {"page": "$inputs.page"}
+    assert render(url["config"]["template"]).render(page="a b") == "https://r.jina.ai/https://example.org/docs/a b"
+    search = nodes[wiki["inputs"]["url"].removeprefix("$").split(".")[0]]
+    assert search["inputs"] == {"query": "$inputs.topic"}
+    assert render(search["config"]["template"]).render(query="tea & cake") == (
+        "https://fr.wikipedia.org/w/rest.php/v1/search/page?limit=3&q=tea%20%26%20cake"
+    )
+    assert imported.flow["outputs"]["found"] == "$wikipedia.data"
+
+
+def test_the_current_time_tool_runs_in_the_sandbox(tmp_path: Path) -> None:
+    source = (TOOLS / "builtin-tools.yml").read_text()
+    app = tmp_path / "app.yml"
+    app.write_text(source.replace("tool_name: create_order", "tool_name: current_time"))
+    write_import(import_dify(app), tmp_path / "flow.yaml")
+    flow = yaml.safe_load((tmp_path / "flow.yaml").read_text())
+    flow["nodes"] = {k: v for k, v in flow["nodes"].items() if k in ("now", "now_text")}
+    flow["outputs"] = {"year": "$now_text.value"}
+    (tmp_path / "flow.yaml").write_text(yaml.safe_dump(flow))
+    outputs = _run(tmp_path / "flow.yaml", {"page": "p", "topic": "t"}, tmp_path)
+    assert str(outputs["year"]).isdigit() and len(str(outputs["year"])) == 4
