@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from studio.node import Node, NodeContext
+from studio.node import Node, NodeContext, Role
 
 
 class Join(Node):
@@ -14,6 +14,7 @@ class Join(Node):
 
     gathers: ClassVar[str | None] = "options"
     gathers_none: ClassVar[bool] = True
+    roles: ClassVar[frozenset[Role]] = frozenset({"join"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

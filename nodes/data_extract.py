@@ -15,6 +15,8 @@ from studio.node import Node, NodeContext, NodeError
 class Extract(Node):
     """Read one value from JSON data (`items[0].name`, `people[?age > \\`30\\`].name`)."""
 
+    starter = {"path": "value"}
+
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

@@ -13,6 +13,7 @@ class HumanInput(Node):
     """Ask a person; the run waits (exit code 3) until `flowstudio resume RUN --value NODE=VALUE`."""
 
     waits_for_person = True
+    starter = {"prompt": "Please review: {{ text }}"}
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", populate_by_name=True, use_attribute_docstrings=True)

@@ -35,6 +35,7 @@ from studio.node import (
     Node,
     NodeContext,
     NodeError,
+    OptionalVariables,
     PortType,
     TemplateInputs,
     ToolCallingLLM,
@@ -105,10 +106,7 @@ class Agent(Node):
         """Give up on one tool call after this many seconds (the agent sees the error)."""
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens per turn; the model alias' setting when omitted."""
-        optional: list[str] = []
-        """Template variables that may stay unwired (or come from a skipped node): they render as
-        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
-        optional without being listed."""
+        optional: OptionalVariables = []
 
     Inputs = TemplateInputs
 
@@ -129,6 +127,12 @@ class Agent(Node):
 
     def optional_inputs(self) -> set[str]:
         return super().optional_inputs() | {MESSAGES}
+
+    def model_needs(self) -> list[tuple[tuple[str, ...], str]]:
+        """Function calling, when the config asks for it (`protocol: functions`)."""
+        if self.config.protocol == "functions":
+            return [(("function_calling",), "calls tools by function calling (protocol: functions)")]
+        return []
 
     def check(self) -> list[tuple[str, str]]:
         if not self.config.tools and not self.config.mcp:

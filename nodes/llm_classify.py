@@ -182,6 +182,7 @@ class Classify(Node):
         default_form="completion",
         logprobs=("local/",),
     )
+    starter = {"labels": ["yes", "no"]}
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -231,6 +232,16 @@ class Classify(Node):
             return 0
         ensemble = self.config.strategy == "ensemble" and len(self.config.demos) > 1
         return len(CONTENT_FREE) * (self.config.samples if ensemble else 1)
+
+    def model_needs(self) -> list[tuple[tuple[str, ...], str]]:
+        """Logprobs or a constrained answer; without either the label is read from free text."""
+        return [
+            (
+                ("logprobs", "constrained"),
+                "scores labels by logprobs or a constrained answer; without either it reads the label from "
+                "free text and confidence is null",
+            )
+        ]
 
     def check(self) -> list[tuple[str, str]]:
         problems = []

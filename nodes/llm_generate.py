@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import strategies
 from nodes.prompting import Form, chat_messages, completion_text, history, transcript
 from nodes.strategies import Prompt, Strategy
-from studio.node import Node, NodeContext, PortType, TemplateInputs, Tunable, render
+from studio.node import Node, NodeContext, OptionalVariables, PortType, Role, TemplateInputs, Tunable, render
 
 MESSAGES = "messages"
 
@@ -25,6 +25,8 @@ class Generate(Node):
     tunable = Tunable(
         fields=("instructions", "demos", "form", "strategy", "samples", "stop"), output="text", drafts=True
     )
+    starter = {"prompt": "{{ text }}"}
+    roles: ClassVar[frozenset[Role]] = frozenset({"completion"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -55,10 +57,7 @@ class Generate(Node):
         """`cascade`: how many student samples must agree for the student's answer to stand."""
         recall: int = Field(default=4, ge=0, le=20)
         """`cascade`: how many of the teacher's past answers (nearest to the input) the student gets as demos."""
-        optional: list[str] = []
-        """Template variables that may stay unwired (or come from a skipped node): they render as
-        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
-        optional without being listed."""
+        optional: OptionalVariables = []
 
     Inputs = TemplateInputs
 

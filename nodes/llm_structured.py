@@ -27,6 +27,7 @@ from studio.node import (
     Message,
     Node,
     NodeContext,
+    OptionalVariables,
     OutputError,
     PortType,
     TemplateInputs,
@@ -130,6 +131,8 @@ class Structured(Node):
     """Ask the model for a JSON object and validate it."""
 
     uses_model = True
+    starter = {"prompt": "{{ text }}", "fields": {"answer": "str"}}
+    scripted_replies = "a JSON object the fields validate"
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -150,10 +153,7 @@ class Structured(Node):
         """`completion` (the prompt ends in `JSON: {"first_field":` for the model to go on; best on small models) or `chat`."""
         retries: int = Field(default=2, ge=0, le=5)
         """How often an invalid reply is sent back with the problem before the node fails."""
-        optional: list[str] = []
-        """Template variables that may stay unwired (or come from a skipped node): they render as
-        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
-        optional without being listed."""
+        optional: OptionalVariables = []
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens per call; the model alias' setting when omitted."""
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict
 
-from studio.node import Node, NodeContext, TemplateInputs, render
+from studio.node import Node, NodeContext, OptionalVariables, Role, TemplateInputs, render
 
 
 class Template(Node):
@@ -15,10 +17,7 @@ class Template(Node):
 
         template: str
         """Jinja2 template (sandboxed); each variable is an input."""
-        optional: list[str] = []
-        """Template variables that may stay unwired (or come from a skipped node): they render as
-        "" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is
-        optional without being listed."""
+        optional: OptionalVariables = []
 
     Inputs = TemplateInputs
 
@@ -28,6 +27,8 @@ class Template(Node):
 
     config: Config
     reshapes = True
+    roles: ClassVar[frozenset[Role]] = frozenset({"template"})
+    starter = {"template": "{{ text }}"}
 
     def templates(self) -> list[tuple[str, str]]:
         return [("template", self.config.template)]

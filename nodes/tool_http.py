@@ -51,6 +51,8 @@ def why_not_public(address: str) -> str | None:
 class Http(Node):
     """Send an HTTP request; private, loopback and link-local targets are refused unless allowed."""
 
+    span_kind = "TOOL"
+
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

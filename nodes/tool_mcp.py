@@ -26,6 +26,8 @@ from studio.node import (
 class McpCall(Node):
     """Call one tool of an MCP server (streamable HTTP or an allowlisted stdio command)."""
 
+    span_kind = "TOOL"
+
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 

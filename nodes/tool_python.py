@@ -7,16 +7,19 @@ it at its default, as an optional template variable renders its default.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import tooling
-from studio.node import ANY, Node, NodeContext, PortType, TemplateInputs, registered_tool
+from studio.node import ANY, Node, NodeContext, PortType, Role, TemplateInputs, registered_tool
 
 
 class PythonTool(Node):
     """Call a Python function listed in the flow's `tools:` or installed as a `flowstudio.tools` entry point."""
+
+    span_kind = "TOOL"
+    roles: ClassVar[frozenset[Role]] = frozenset({"tool_call"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -10,9 +10,9 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 from studio import secrets
 from studio.errors import NodeError, OutputError, TemplateError
@@ -42,8 +42,10 @@ __all__ = [
     "Node",
     "NodeContext",
     "NodeError",
+    "OptionalVariables",
     "OutputError",
     "PortType",
+    "Role",
     "SubFlowLookup",
     "SubFlowNode",
     "SubFlowSignature",
@@ -70,6 +72,17 @@ render = templates.render
 evaluate = templates.evaluate
 expression_problem = templates.expression_problem
 
+
+OptionalVariables = Annotated[
+    list[str],
+    Field(
+        description="Template variables that may stay unwired (or come from a skipped node): they render as\n"
+        "\"\" (or as their `default` filter's value). A variable read as `{{ x | default('...') }}` is\n"
+        "optional without being listed."
+    ),
+]
+"""The `optional` config field of a template node (`optional: OptionalVariables = []`), read by
+`Node.optional_inputs`."""
 
 CallPurpose = Literal["answer", "probe"]
 """Why a node makes a model call: `answer`, a reply that is (or drafts) the node's answer, streamed
@@ -311,6 +324,15 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+Role = Literal["template", "completion", "tool_call", "join"]
+"""A part a node type can play when flowstudio adds a node to a flow, with the config it then takes:
+`template`: renders `config.template` (Jinja2) over its inputs into output `text` (the optimizer's
+tidy move); `completion`: one model call on `config.prompt` (with `form`, `stop`, `instructions`,
+`max_tokens`) into output `text` (the optimizer's answer move and proposer); `tool_call`: calls the
+tool `config.tool` with its inputs as arguments into output `result` (the calculate move); `join`:
+gathers the wires listed in input `options` that ran into output `values` (`flowstudio fmt --fix`)."""
+
+
 class Node:
     """Base of every node type."""
 
@@ -337,6 +359,19 @@ class Node:
     """Whether the node only reshapes its inputs into its output, with no model call and no
     effect outside the run (`text.template`): the optimizer looks through such a node to find
     where a flow output's answer comes from, and may remove one that passes its only wire on."""
+    starter: ClassVar[Mapping[str, Any]] = {}
+    """The config the node gets when it is added from the studio's palette: the smallest one that
+    compiles (empty: the node's defaults)."""
+    span_kind: ClassVar[Literal["CHAIN", "TOOL"]] = "CHAIN"
+    """The OpenInference span kind of the node's steps: `TOOL` for a node that calls one tool
+    (its span names `config.tool`, and `config.server` for an MCP server)."""
+    scripted_replies: ClassVar[str | None] = None
+    """What the scripted model must answer for the node to succeed, when its default `Answer: ok`
+    will not do (`llm.structured`: "a JSON object the fields validate"); an exported package's
+    test is skipped without a script of its own."""
+    roles: ClassVar[frozenset[Role]] = frozenset()
+    """What the node can stand in for when another part of flowstudio adds one (see `Role`); the
+    registry finds a node type by its role, never by its type name."""
     flow_dir: Path
     """Directory of the flow the node belongs to; the compiler passes it at construction."""
 
@@ -362,6 +397,11 @@ class Node:
     def model_aliases(self) -> list[tuple[str, str]]:
         """(config field, alias) pairs: other model aliases the node calls through `ctx.llm_for`;
         the compiler checks that each is defined."""
+        return []
+
+    def model_needs(self) -> list[tuple[tuple[str, ...], str]]:
+        """Model capabilities the node needs, as (any one of these `Capabilities` fields, what
+        for) pairs; `flowstudio validate` warns when the node's model and its fallbacks lack one."""
         return []
 
     def setup_calls(self, model: str) -> int:

@@ -5,6 +5,9 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 
+NODES = "flowstudio.nodes"
+"""The entry-point group of node types (registry key → `Node` subclass)."""
+
 
 @cache
 def plugins(group: str) -> dict[str, EntryPoint]:

@@ -206,35 +206,27 @@ def _pressure_column() -> Any:
 def _batch_with_progress(prepared: Any, store: Any) -> Any:
     """The batch under a rich progress bar: examples done, score and cost so far, ETA."""
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import TimeRemainingColumn
 
+    from studio.cli.progress import progress_bar
     from studio.evaluate.batch import run_prepared
 
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("score {task.fields[score]}"),
-        TextColumn("cost ${task.fields[cost]}"),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        _pressure_column(),
-    )
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task("batch", total=prepared.examples, score="-", cost="0")
+    texts = ("score {task.fields[score]}", "cost ${task.fields[cost]}", "ETA")
+    extra = (TimeRemainingColumn(), _pressure_column())
+    with progress_bar(
+        "{task.description}", texts, extra=extra, total=prepared.examples, description="batch", score="-", cost="0"
+    ) as bar:
 
         def started(experiment_id: str, examples: int) -> None:
-            bar.console.print(
+            bar.print(
                 f"experiment {experiment_id}: {examples} examples "
-                f"(continue with: flowstudio batch --resume {experiment_id})",
-                highlight=False,
+                f"(continue with: flowstudio batch --resume {experiment_id})"
             )
-            bar.update(task, description=experiment_id)
+            bar.update(description=experiment_id)
 
         def progress(*, done: int, total: int, score: float | None, cost_usd: float, **_: Any) -> None:
             shown = "-" if score is None else f"{score:.3f}"
-            bar.update(task, completed=done, total=total, score=shown, cost=f"{cost_usd:.4f}")
+            bar.update(completed=done, total=total, score=shown, cost=f"{cost_usd:.4f}")
 
         return asyncio.run(run_prepared(prepared, store, progress=progress, on_start=started))
 

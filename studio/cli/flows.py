@@ -84,15 +84,16 @@ def _fixed(plan: Plan, flow: str) -> tuple[str, list[str]]:
     from studio.flow.fmt import insert_joins
     from studio.flow.spec import load_flow_text
     from studio.runtime.compiler import compile_flow
-    from studio.runtime.gather_checks import JOIN_OUTPUT, JOIN_TYPE, gathered_lists
+    from studio.runtime.gather_checks import JOIN_OUTPUT, gathered_lists, join_type
 
     lists = [(g.node, g.port) for g in gathered_lists(plan)]
     if not lists:
         return plan.flow.text, []
-    text, added = insert_joins(plan.flow.text, lists, JOIN_TYPE, JOIN_OUTPUT)
+    join_key = join_type()
+    text, added = insert_joins(plan.flow.text, lists, join_key, JOIN_OUTPUT)
     compile_flow(load_flow_text(text, path=Path(flow)))
     notes = [
-        f"nodes.{node}.inputs.{port} reads ${join}.{JOIN_OUTPUT}, a new {JOIN_TYPE} node"
+        f"nodes.{node}.inputs.{port} reads ${join}.{JOIN_OUTPUT}, a new {join_key} node"
         for (node, port), join in zip(lists, added, strict=True)
     ]
     return text, notes

@@ -179,22 +179,12 @@ def _optimize_live(prepared: Any, store: Any) -> Any:
 def _optimize_with_progress(prepared: Any, store: Any) -> Any:
     """The search under a live display: calls spent of the budget, best score, candidates alive, cost."""
 
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
+    from studio.cli.progress import progress_bar
     from studio.optimize import optimize as run_optimize
 
-    columns = (
-        TextColumn("calls"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("best {task.fields[best]}"),
-        TextColumn("alive {task.fields[alive]}"),
-        TextColumn("${task.fields[cost]}"),
-        TextColumn("{task.description}"),
-    )
-    with Progress(*columns, console=Console(stderr=True)) as bar:
-        task = bar.add_task("starting", total=prepared.options.budget_calls, best="-", alive="-", cost="0")
+    texts = ("best {task.fields[best]}", "alive {task.fields[alive]}", "${task.fields[cost]}", "{task.description}")
+    total = prepared.options.budget_calls
+    with progress_bar("calls", texts, total=total, description="starting", best="-", alive="-", cost="0") as bar:
 
         def progress(*, event: str, best: float | None, calls: int = 0, cost_usd: float = 0.0, **details: Any) -> None:
             fields: dict[str, Any] = {"completed": calls, "cost": f"{cost_usd:.4f}"}
@@ -205,7 +195,7 @@ def _optimize_with_progress(prepared: Any, store: Any) -> Any:
             if details.get("message"):
                 fields["description"] = details["message"]
                 if event in PRINTED:
-                    bar.console.print(details["message"], highlight=False)
-            bar.update(task, **fields)
+                    bar.print(details["message"])
+            bar.update(**fields)
 
         return asyncio.run(run_optimize(prepared, store, progress=progress))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from studio.editor.document import STARTERS, EditableFlow, edge_id, edges
+from studio.editor.document import EditableFlow, edge_id, edges, starter
 from studio.editor.layout import INPUTS, OUTPUTS, Layout
 from studio.editor.ports import NodePorts, Port, node_ports
 from studio.editor.problems import Problem
@@ -46,7 +45,7 @@ def _starter_card(node_type: str) -> dict[str, Any]:
     """The card of a node just added from the palette, without its id and place: the canvas draws it
     at once, before Python's graph with the node comes back. A starter config names no file, so the
     folder it is checked in does not matter."""
-    config = copy.deepcopy(STARTERS.get(node_type, {}))
+    config = starter(node_type)
     ports = node_ports(node_type, config, {}, Path.cwd())
     return _card("", {"type": node_type, "config": config}, ports, set())
 

@@ -23,20 +23,19 @@ from studio.flow.fmt import NODE_ORDER, TOP_ORDER, dump, round_trip_yaml, yaml_v
 from studio.flow.loader import loads
 from studio.flow.refs import FLOW_INPUTS, Ref, parse_value, refs_in
 from studio.flow.spec import NODE_ID
+from studio.runtime import registry
 from studio.types import ANY, PortType
 
 ADD_PORT = "+"
 """The handle that creates a new flow input, flow output or template variable."""
-STARTERS: dict[str, dict[str, Any]] = {
-    "llm.generate": {"prompt": "{{ text }}"},
-    "llm.structured": {"prompt": "{{ text }}", "fields": {"answer": "str"}},
-    "llm.classify": {"labels": ["yes", "no"]},
-    "text.template": {"template": "{{ text }}"},
-    "human.input": {"prompt": "Please review: {{ text }}"},
-    "data.extract": {"path": "value"},
-}
-"""Config a node gets when it is added from the palette: the smallest one that compiles."""
 DEFAULT_MODELS = {"default": {"model": "local/smollm2", "temperature": 0, "max_tokens": 60}}
+
+
+def starter(node_type: str) -> dict[str, Any]:
+    """Config a node gets when it is added from the palette: its type's `Node.starter`, the
+    smallest one that compiles (empty for an unknown type or one whose defaults compile)."""
+    found = registry.get(node_type)
+    return copy.deepcopy(dict(found.starter)) if found is not None else {}
 
 
 def new_flow_text(name: str, description: str = "") -> str:
@@ -278,8 +277,8 @@ class EditableFlow:
         free = wanted is not None and rename_problem(wanted, taken) is None
         node_id = wanted if free and wanted else _unique(node_type.rsplit(".", 1)[-1].replace("-", "_"), taken)
         spec: dict[str, Any] = {"type": node_type}
-        if node_type in STARTERS:
-            spec["config"] = STARTERS[node_type]
+        if config := starter(node_type):
+            spec["config"] = config
 
         add_models = not self.section("models") and self._uses_model(node_type)
 
@@ -294,7 +293,7 @@ class EditableFlow:
 
     def _uses_model(self, node_type: str) -> bool:
         try:
-            return instantiate(node_type, STARTERS.get(node_type, {}), self.path.parent).uses_model
+            return instantiate(node_type, starter(node_type), self.path.parent).uses_model
         except FlowError:
             return False
 

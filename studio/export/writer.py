@@ -25,9 +25,11 @@ from studio.flow import paths
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.flow.spec import Flow, load_flow
 from studio.models.local import INSTALL_COMMAND as LOCAL_INSTALL_COMMAND
-from studio.runtime.compiler import Plan, compile_flow, load_sub_flow
+from studio.runtime import registry
+from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.io_schema import input_type, output_types, skippable, sub_flow
 from studio.runtime.nodedoc import attribute_docstrings
-from studio.types import ANY, PortType, type_of_value
+from studio.types import PortType
 
 DEFAULT_TEST_SCRIPT = (
     "# Every model call answers `Answer: ok` (an agent reads it as its final answer).\n"
@@ -37,7 +39,6 @@ DEFAULT_TEST_SCRIPT = (
 MAX_FILES = 2000
 MAX_BYTES = 50 << 20
 """Caps on what a package embeds, so a config naming a big directory is refused, not copied."""
-NEEDS_OWN_REPLIES = {"llm.structured": "a JSON object the fields validate"}
 RUFF_SELECT = ["E", "F", "W", "I", "B", "UP", "SIM", "RUF"]
 RUFF_IGNORE = ["RUF012", "SIM108", "E501"]
 """The project's own ruff rules, written into every exported package."""
@@ -212,22 +213,21 @@ def _input_fields(flow: Flow, plan: Plan) -> list[InputField]:
             raise _fail(flow, f"{err}; an exported package needs identifiers", "inputs", name) from None
         if name in source.RUN_OPTIONS:
             raise _fail(flow, f"input {name!r} would clash with run()'s own {name}= argument", "inputs", name)
-        port = plan.input_types[name]
-        item = InputField(name, source.annotation(port), spec.description)
+        item = InputField(name, source.annotation(plan.input_types[name]), spec.description)
         if not spec.required:
             item.has_default = True
-            item.default, port = _default(flow, name, port, spec.default)
-            item.annotation = source.annotation(port)
+            item.default = _default(flow, name, input_type(plan, name), spec.default)
+            item.annotation = source.annotation(input_type(plan, name))
         fields.append(item)
     return fields
 
 
-def _default(flow: Flow, name: str, port: PortType, value: Any) -> tuple[Any, PortType]:
-    """The default as the typed field holds it; a null default makes the type optional."""
+def _default(flow: Flow, name: str, port: PortType, value: Any) -> Any:
+    """The default as the typed field holds it (a null default's type is nullable: `io_schema.input_type`)."""
     if value is None:
-        return None, port if port.name == "any" else PortType(port.name, port.item, optional=True)
+        return None
     try:
-        return TypeAdapter(port.python()).validate_python(value), port
+        return TypeAdapter(port.python()).validate_python(value)
     except ValidationError as err:
         problem = err.errors(include_url=False)[0]["msg"]
         raise _fail(flow, f"default {value!r} is not a {port}: {problem}", "inputs", name, "default") from None
@@ -235,7 +235,7 @@ def _default(flow: Flow, name: str, port: PortType, value: Any) -> tuple[Any, Po
 
 def _output_fields(flow: Flow, plan: Plan) -> list[OutputField]:
     fields = []
-    types = _output_types(plan)
+    types = output_types(plan)
     for name, value in plan.outputs.items():
         try:
             source.identifier(name, "output")
@@ -245,74 +245,6 @@ def _output_fields(flow: Flow, plan: Plan) -> list[OutputField]:
     return fields
 
 
-def _skippable(plan: Plan) -> set[str]:
-    """Nodes that may be skipped (the engine's readiness rule, over-approximated): a `when`, or a
-    wire from a node that may be skipped or from a switch branch; a `gathers` list (merge, join)
-    only when every option is such a wire."""
-    found: set[str] = set()
-
-    def maybe_gone(value: Any) -> bool:
-        return (
-            isinstance(value, Ref)
-            and value.node != FLOW_INPUTS
-            and (value.node in found or plan.nodes[value.node].node.routes)
-        )
-
-    for node_id in plan.order:
-        node = plan.nodes[node_id]
-        gathered = node.inputs.get(node.node.gathers) if node.node.gathers else None
-        wires = [r for name, v in node.inputs.items() if v is not gathered for r in refs_in(v)]
-        all_gone = isinstance(gathered, list) and all(maybe_gone(v) for v in gathered)
-        if node.when is not None or any(maybe_gone(r) for r in wires) or all_gone:
-            found.add(node_id)
-    return found
-
-
-def output_types(plan: Plan) -> dict[str, PortType]:
-    """Each flow output's type, as the exported `Outputs` and the server's schemas declare it."""
-    return _output_types(plan)
-
-
-def _output_types(plan: Plan) -> dict[str, PortType]:
-    """Each flow output's type; optional where the node it reads may be skipped (then it is null)."""
-    skippable = _skippable(plan)
-    types = {}
-    for name, value in plan.outputs.items():
-        if isinstance(value, Ref):
-            port = _ref_type(plan, value)
-            branch = value.node != FLOW_INPUTS and plan.nodes[value.node].node.routes
-            if (value.node in skippable or branch) and port.name != "any":
-                port = PortType(port.name, port.item, optional=True)
-        elif refs_in(value):
-            port = PortType("list") if isinstance(value, list) else PortType("dict") if isinstance(value, dict) else ANY
-        else:
-            port = type_of_value(value)
-        types[name] = port
-    return types
-
-
-def _ref_type(plan: Plan, ref: Ref) -> PortType:
-    if ref.node == FLOW_INPUTS:
-        port, spec = plan.input_types[ref.port], plan.inputs[ref.port]
-        nullable = not spec.required and spec.default is None and port.name != "any"
-        return PortType(port.name, port.item, optional=True) if nullable else port
-    node = plan.nodes[ref.node].node
-    sub = _sub_flow(plan, ref.node)
-    if sub is not None:
-        inner = _output_types(sub)
-        if ref.port in inner:
-            return inner[ref.port]
-    return node.output_ports().get(ref.port, ANY)
-
-
-def _sub_flow(plan: Plan, node_id: str) -> Plan | None:
-    """The compiled sub-flow of a node whose config names one (`flow:`), else None."""
-    flow_source = getattr(plan.nodes[node_id].node.config, "flow", None)
-    if not isinstance(flow_source, str | dict):
-        return None
-    return load_sub_flow(flow_source, plan.flow.base_dir, f"{plan.flow.file}:{node_id}")
-
-
 def _output_doc(plan: Plan, value: Any) -> str:
     if not isinstance(value, Ref):
         return "A fixed value." if not refs_in(value) else f"Built from {', '.join(map(str, refs_in(value)))}."
@@ -320,7 +252,7 @@ def _output_doc(plan: Plan, value: Any) -> str:
         return plan.inputs[value.port].description or f"The flow input {value.port}."
     node = plan.nodes[value.node]
     doc = _port_doc(type(node.node).Outputs, value.port)
-    skipped = f"; null when {value.node} is skipped" if value.node in _skippable(plan) else ""
+    skipped = f"; null when {value.node} is skipped" if value.node in skippable(plan) else ""
     return f"{doc + ' ' if doc else ''}From {value}{skipped}."
 
 
@@ -362,7 +294,7 @@ def _collect(plan: Plan, files: dict[Path, None], walked: list[Path], notes: lis
                 )
             walked += _walk(base, flow_source)
         seen = isinstance(flow_source, str) and (base / flow_source).resolve() in files
-        sub = None if seen else _sub_flow(plan, node_id)
+        sub = None if seen else sub_flow(plan, node_id)
         if sub is not None:
             _collect(sub, files, walked, notes)
         _collect_data(flow, node_id, files, walked, notes)
@@ -422,8 +354,8 @@ def _skip_reason(plan: Plan, has_script: bool) -> str | None:
     """Why the generated test cannot pass on the default scripted model, if it cannot."""
     for path, sub_plan in _plans(plan, ""):
         for node_id, node in sub_plan.nodes.items():
-            if node.type in NEEDS_OWN_REPLIES and not has_script:
-                what = NEEDS_OWN_REPLIES[node.type]
+            what = node.node.scripted_replies
+            if what is not None and not has_script:
                 return f"node {path}{node_id} ({node.type}) needs scripted replies ({what}): export with --test-script"
     return None
 
@@ -441,7 +373,7 @@ def waits_at(plan: Plan) -> str | None:
 def _plans(plan: Plan, prefix: str) -> list[tuple[str, Plan]]:
     found = [(prefix, plan)]
     for node_id in plan.nodes:
-        sub = _sub_flow(plan, node_id)
+        sub = sub_flow(plan, node_id)
         if sub is not None:
             found += _plans(sub, f"{prefix}{node_id}.")
     return found
@@ -570,7 +502,7 @@ def _node_distributions(plan: Plan) -> list[str]:
     """Distributions other than flowstudio that provide the flow's node types."""
     used = {node.type for _, sub in _plans(plan, "") for node in sub.nodes.values()}
     found = set()
-    for point in metadata.entry_points(group="flowstudio.nodes"):
+    for point in metadata.entry_points(group=registry.GROUP):
         if point.name in used and point.dist is not None and point.dist.name.lower() != "flowstudio":
             found.add(f"{point.dist.name}>={point.dist.version}")
     return sorted(found)

@@ -25,6 +25,7 @@ from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
 from studio.optimize.search import Progress, Search
 from studio.reviews.dataset import reviewed
+from studio.runtime import registry
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions
 from studio.store.base import ExperimentRecord, Store, new_id
@@ -65,7 +66,7 @@ def proposer_plan(flow: Flow, alias: str, models: dict[str, str]) -> Plan:
         "models": {"default": settings},
         "nodes": {
             "propose": {
-                "type": "llm.generate",
+                "type": registry.with_role("completion"),
                 "inputs": {"request": "$inputs.request"},
                 "config": {"prompt": "{{ request }}", "max_tokens": PROPOSER_TOKENS},
             }

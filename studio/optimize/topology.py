@@ -4,7 +4,8 @@ They are made from the current best flow's plan, so a node an earlier move added
 and one it removed is not offered. Which nodes they apply to comes from what node types declare,
 never from their type names: a *drafting* node writes a free-text answer from a `prompt`
 (`Tunable.drafts`, e.g. `llm.generate`); a *reshaping* node only rewrites its inputs
-(`Node.reshapes`, e.g. `text.template`). The nodes the moves add are built-in ones.
+(`Node.reshapes`, e.g. `text.template`). The nodes the moves add are the node types the
+registry finds by role (`Node.roles`: `template`, `completion`, `tool_call`; flowstudio's own first).
 
 - remove: a reshaping or drafting node with exactly one wire in, whose output has
   that wire's type; its consumers and the flow outputs read the wire instead. Never the last
@@ -30,6 +31,7 @@ from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
 from studio.node import Node
 from studio.optimize.candidates import REMOVE, Path, answer_source
 from studio.optimize.moves import Move
+from studio.runtime import registry
 from studio.runtime.compiler import Plan
 from studio.types import PortType
 
@@ -138,7 +140,7 @@ def tidy_moves(plan: Plan) -> list[Move]:
         if tidy in plan.nodes:
             continue
         node = {
-            "type": "text.template",
+            "type": registry.with_role("template"),
             "description": "The first non-empty line of the answer, trimmed (added by the optimizer).",
             "inputs": {"text": str(_answer(plan, node_id))},
             "config": {"template": TIDY},
@@ -164,7 +166,7 @@ def answer_moves(plan: Plan) -> list[Move]:
         config["prompt"] = f"{prompt}\nDraft: {{{{ {DRAFT} }}}}\nFinal answer:"
         config["stop"] = ["\n"]
         node: dict[str, Any] = {
-            "type": "llm.generate",
+            "type": registry.with_role("completion"),
             "description": "Reads the draft answer and writes the final answer only (added by the optimizer).",
         }
         if spec.model is not None:
@@ -231,7 +233,7 @@ def calculate_moves(plan: Plan, numeric: Collection[str]) -> list[Move]:
         edits[(*path, "prompt")] = "\n".join([*cues, EXPRESSION_CUE])
         edits[(*path, "stop")] = ["\n", "="]
         edits["nodes", calculate] = {
-            "type": "tool.python",
+            "type": registry.with_role("tool_call"),
             "description": f"Works out the expression {node_id} writes (added by the optimizer).",
             "inputs": {"expression": str(_answer(plan, node_id))},
             "config": {"tool": "calculator"},

@@ -13,12 +13,17 @@ from dataclasses import dataclass
 
 from studio.errors import FlowWarning
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in
+from studio.runtime import registry
 from studio.runtime.compiler import Plan, PlanNode
 from studio.types import PortType
 
-JOIN_TYPE = "control.join"
-"""The registry key of the node that gathers branches (what the warning and the fix name)."""
 JOIN_OUTPUT = "values"
+"""The output of a node in the `join` role (`studio.node.Role`)."""
+
+
+def join_type() -> str:
+    """The registry key of the node that gathers branches (what the warning and the fix name)."""
+    return registry.with_role("join")
 
 
 @dataclass(frozen=True)
@@ -61,18 +66,20 @@ def gathered_lists(plan: Plan) -> list[GatheredList]:
 def warnings(plan: Plan) -> list[FlowWarning]:
     """`gathered_lists` in words, each with its file, line and field."""
     flow = plan.flow
+    lists = gathered_lists(plan)
+    join = join_type() if lists else ""
     return [
         FlowWarning(
             f"this list gathers wires from {', '.join(g.skippable)}, which may not run: the readiness rule "
             f"skips node {g.node!r} whenever one of them is skipped (it ran with nulls under the old rule); "
-            f"gather them with a {JOIN_TYPE} node, which keeps the ones that ran "
+            f"gather them with a {join} node, which keeps the ones that ran "
             f"(`flowstudio fmt --fix` inserts one)",
             file=flow.file,
             line=flow.line_of("nodes", g.node, "inputs", g.port),
             node=g.node,
             field=f"nodes.{g.node}.inputs.{g.port}",
         )
-        for g in gathered_lists(plan)
+        for g in lists
     ]
 
 

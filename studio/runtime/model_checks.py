@@ -69,19 +69,8 @@ def _capabilities(spec: ModelSpec, plan: Plan) -> Capabilities | None:
 
 
 def needs(node: PlanNode) -> list[tuple[tuple[str, ...], str]]:
-    """What a node needs: (any one of these capabilities, what for)."""
-    config = node.node.config
-    if node.type == "llm.agent" and getattr(config, "protocol", "auto") == "functions":
-        return [(("function_calling",), "calls tools by function calling (protocol: functions)")]
-    if node.type == "llm.classify":
-        return [
-            (
-                ("logprobs", "constrained"),
-                "scores labels by logprobs or a constrained answer; without either it reads the label from "
-                "free text and confidence is null",
-            )
-        ]
-    return []
+    """What a node needs: (any one of these capabilities, what for), as its type declares (`Node.model_needs`)."""
+    return node.node.model_needs()
 
 
 def capability_warnings(plan: Plan) -> list[FlowWarning]:

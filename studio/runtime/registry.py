@@ -5,10 +5,12 @@ from __future__ import annotations
 import difflib
 from functools import cache
 
-from studio.node import Node
-from studio.plugins import plugins
+from studio.node import Node, Role
+from studio.plugins import NODES, plugins
 
-GROUP = "flowstudio.nodes"
+GROUP = NODES
+BUILT_IN = "nodes"
+"""The package of flowstudio's own node types."""
 _extra: dict[str, type[Node]] = {}
 
 
@@ -43,3 +45,18 @@ def suggest(key: str) -> str | None:
     """The registered key closest to a misspelt one."""
     close = difflib.get_close_matches(key, keys(), n=1, cutoff=0.5)
     return close[0] if close else None
+
+
+def with_role(role: Role) -> str:
+    """The key of a node type that declares `role` (`Node.roles`): flowstudio's own first, then
+    the others by key. Raises LookupError when none does."""
+    found = [key for key in keys() if role in _type(key).roles]
+    if not found:
+        raise LookupError(f"no installed node type declares the role {role!r}")
+    return min(found, key=lambda key: (_type(key).__module__.split(".")[0] != BUILT_IN, key))
+
+
+def _type(key: str) -> type[Node]:
+    found = get(key)
+    assert found is not None
+    return found

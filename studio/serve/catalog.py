@@ -15,12 +15,11 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from studio.errors import FlowError, InputError
-from studio.export.writer import output_types
 from studio.flow.paths import PathRefused, confine
 from studio.flow.spec import Flow, load_flow_text
 from studio.models import client_for
 from studio.runtime.compiler import Plan, compile_flow
-from studio.serve import schemas
+from studio.runtime.io_schema import flow_schema, output_types
 from studio.types import PortType
 
 log = logging.getLogger("flowstudio.serve")
@@ -49,11 +48,12 @@ class ServedFlow:
 
     def listing(self) -> dict[str, object]:
         """One entry of `GET /flows`."""
+        contract = flow_schema(self.plan)
         return {
             "name": self.name,
             "description": self.flow.spec.description,
-            "inputs": schemas.inputs_schema(self.plan),
-            "outputs": schemas.outputs_schema(self.plan),
+            "inputs": contract.inputs,
+            "outputs": contract.outputs,
         }
 
     def chat_ports(self) -> tuple[str, str] | None:

@@ -26,9 +26,10 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict
 
 from studio.errors import FlowError
-from studio.export.writer import output_types, waits_at
+from studio.export.writer import waits_at
 from studio.flow.refs import Ref
 from studio.runtime.engine import Engine, RunOptions, RunResult
+from studio.runtime.io_schema import output_types
 from studio.serve.catalog import Catalog, NotFound, ServedFlow
 
 if TYPE_CHECKING:

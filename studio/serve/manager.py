@@ -41,6 +41,20 @@ class NotNow(Exception):
     """The run exists but cannot do that now (cancel a finished run, resume a running one): 409."""
 
 
+async def drain(queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event | None]:
+    """A listener's events until the run's channel closes it (a None in the queue); a None every
+    `KEEP_ALIVE_S` while nothing comes (a keep-alive)."""
+    while True:
+        try:
+            item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
+        except TimeoutError:
+            yield None
+            continue
+        if item is None:
+            return
+        yield item
+
+
 @dataclass(eq=False)
 class RunTask:
     """One engine run (or resume) in this process, with its live events."""
@@ -101,14 +115,7 @@ class RunTask:
     async def events(self, queue: asyncio.Queue[Event | None]) -> AsyncIterator[Event | None]:
         """The events of a queue from `channel.listen()` until the run task ends (None: keep-alive)."""
         try:
-            while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
-                except TimeoutError:
-                    yield None
-                    continue
-                if item is None:
-                    return
+            async for item in drain(queue):
                 yield item
         finally:
             self.channel.forget(queue)
@@ -223,15 +230,10 @@ class RunManager:
                     last = event.key
                     yield event
             if queue is not None:
-                while True:
-                    try:
-                        item = await asyncio.wait_for(queue.get(), KEEP_ALIVE_S)
-                    except TimeoutError:
-                        yield None
-                        continue
+                async for item in drain(queue):
                     if item is None:
-                        break
-                    if last is None or item.key > last:
+                        yield None
+                    elif last is None or item.key > last:
                         last = item.key
                         yield item
             elif record.status == "running":

@@ -17,15 +17,13 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from pydantic import TypeAdapter
 
 from studio.errors import FlowError, InputError
-from studio.export.writer import _output_types
 from studio.flow.spec import load_flow
 from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.io_schema import flow_schema, inputs_schema
 from studio.runtime.runner import run_flow_async
-from studio.serve.schemas import check_inputs, inputs_schema
-from studio.types import PortType
+from studio.serve.schemas import check_inputs
 
 RUN_ID_META = "flowstudio/run_id"
 """The `_meta` key of a result that names the stored run."""
@@ -43,38 +41,13 @@ class FlowTool:
         return self.plan.flow.spec.name
 
     def schema(self) -> types.Tool:
+        schema = flow_schema(self.plan)
         return types.Tool(
             name=self.name,
             description=self.plan.flow.spec.description or f"Run the flow {self.name}.",
-            input_schema=input_schema(self.plan),
-            output_schema=output_schema(self.plan),
+            input_schema=schema.inputs,
+            output_schema=schema.outputs,
         )
-
-
-def _port_schema(port: PortType) -> dict[str, Any]:
-    schema: dict[str, Any] = TypeAdapter(port.python()).json_schema()
-    return schema
-
-
-def input_schema(plan: Plan) -> dict[str, Any]:
-    """JSON Schema of the flow's inputs: their types, descriptions and defaults."""
-    properties: dict[str, Any] = {}
-    for name, spec in plan.inputs.items():
-        prop = _port_schema(plan.input_types[name])
-        if spec.description:
-            prop["description"] = spec.description
-        if not spec.required and spec.default is not None:
-            prop["default"] = spec.default
-        properties[name] = prop
-    required = [n for n, s in plan.inputs.items() if s.required]
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def output_schema(plan: Plan) -> dict[str, Any]:
-    """JSON Schema of the flow's outputs (an output that may be skipped is nullable)."""
-    ports = _output_types(plan)
-    properties = {name: _port_schema(port) for name, port in ports.items()}
-    return {"type": "object", "properties": properties, "required": list(properties)}
 
 
 def flow_files(path: Path) -> list[Path]:

@@ -1,5 +1,5 @@
-"""JSON Schemas of a flow's inputs and outputs, generated from its typed ports, and the
-per-flow request and response schemas that `/openapi.json` publishes."""
+"""The per-flow request and response schemas that `/openapi.json` publishes, and the strict check
+of a client's inputs; a flow's input and output schemas are `studio.runtime.io_schema`'s."""
 
 from __future__ import annotations
 
@@ -8,45 +8,12 @@ import re
 from typing import Any
 
 from studio.errors import InputError
-from studio.export.writer import output_types
 from studio.runtime.compiler import Plan
-from studio.types import PortType
+from studio.runtime.io_schema import inputs_schema, outputs_schema, port_schema
+
+__all__ = ["add_flow_paths", "check_inputs", "inputs_schema", "outputs_schema", "port_schema", "request_schema"]
 
 MODES = ["wait", "stream", "background"]
-_MESSAGE = {
-    "type": "object",
-    "properties": {"role": {"type": "string"}, "content": {"type": "string"}},
-    "required": ["role", "content"],
-}
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
-
-
-def port_schema(port: PortType) -> dict[str, Any]:
-    """`list[int] | null` → `{"anyOf": [{"type": "array", "items": {"type": "integer"}}, {"type": "null"}]}`."""
-    schema: dict[str, Any]
-    if port.name == "any":
-        return {}
-    if port.name == "list":
-        schema = {"type": "array", "items": port_schema(port.item)} if port.item else {"type": "array"}
-    elif port.name == "messages":
-        schema = {"type": "array", "items": _MESSAGE}
-    else:
-        schema = {"type": _JSON_TYPES[port.name]}
-    return {"anyOf": [schema, {"type": "null"}]} if port.optional else schema
-
-
-def inputs_schema(plan: Plan) -> dict[str, Any]:
-    """The object a run's `inputs` must be: one property per declared input."""
-    properties: dict[str, Any] = {}
-    for name, spec in plan.inputs.items():
-        prop = port_schema(plan.input_types[name])
-        if spec.description:
-            prop["description"] = spec.description
-        if not spec.required:
-            prop["default"] = spec.default
-        properties[name] = prop
-    required = [name for name, spec in plan.inputs.items() if spec.required]
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") -> None:
@@ -72,13 +39,6 @@ def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") 
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     wanted = error.schema.get("type") or "the published schema"
     raise InputError(f"{'.'.join(path) or field}: expected {wanted}, got {shown}", field=where)
-
-
-def outputs_schema(plan: Plan) -> dict[str, Any]:
-    """The object a succeeded run's `outputs` is: one property per flow output."""
-    types = output_types(plan)
-    properties = {name: port_schema(types[name]) for name in plan.outputs}
-    return {"type": "object", "properties": properties, "required": list(plan.outputs)}
 
 
 def schema_name(flow_name: str) -> str:

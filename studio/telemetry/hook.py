@@ -72,7 +72,7 @@ class OtelHook:
     def _handle(self, event: str, details: dict[str, Any]) -> None:
         if event == "run_started" and "run" in details:
             run, plan = details["run"], details.get("plan")
-            nodes = {n: {"type": s.type, "config": s.config} for n, s in plan.flow.spec.nodes.items()} if plan else {}
+            nodes = _node_types(plan) if plan else {}
             writer = SpanWriter(self.tracer, content=self.content, node_types=nodes)
             self._runs[run.run_id] = (writer.start_run(run), writer, run)
         elif event == "step_finished" and details.get("run_id") in self._runs:
@@ -88,3 +88,16 @@ class OtelHook:
         self._wake.set()
         self._worker.join(CLOSE_TIMEOUT_S)
         self.provider.shutdown()
+
+
+def _node_types(plan: Any) -> dict[str, dict[str, Any]]:
+    """The plan's nodes as the span writer reads them: type, config and the span kind the class declares."""
+    return {
+        node_id: {"type": spec.type, "config": spec.config, "span_kind": _kind(plan, node_id)}
+        for node_id, spec in plan.flow.spec.nodes.items()
+    }
+
+
+def _kind(plan: Any, node_id: str) -> str:
+    planned = plan.nodes.get(node_id)
+    return str(getattr(planned.node, "span_kind", "")) if planned is not None else ""

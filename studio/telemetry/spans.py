@@ -19,11 +19,14 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from studio.plugins import NODES, plugins
+
 if TYPE_CHECKING:
     from studio.store.base import CallRecord, RunRecord, StepRecord
 
 NodeTypes = Mapping[str, Mapping[str, Any]]
-"""Node id → its spec (`type`, `config`), from the flow."""
+"""Node id → its spec (`type`, `config`), from the flow, and `span_kind` when the caller knows the
+node's class (else the kind its type declares is looked up)."""
 _TEXT_LIMIT = 32_000
 WITHHELD = "error text withheld (content capture is off)"
 """The fixed description of a failed span when FLOWSTUDIO_OTEL_CAPTURE_CONTENT is off."""
@@ -48,6 +51,16 @@ def provider_of(model: str) -> str:
     if model.startswith("local/"):
         return "flowstudio.local"
     return model.split("/", 1)[0] if "/" in model else "openai"
+
+
+def declared_kind(node_type: str) -> str:
+    """The span kind a node type declares (`Node.span_kind`), read through its entry point;
+    `CHAIN` for a type that is not installed."""
+    point = plugins(NODES).get(node_type)
+    try:
+        return str(getattr(point.load(), "span_kind", "CHAIN")) if point is not None else "CHAIN"
+    except Exception:
+        return "CHAIN"
 
 
 def _top(node_path: str) -> str:
@@ -105,7 +118,7 @@ class SpanWriter:
         spec = self.node_types.get(_top(step.node), {})
         node_type = str(spec.get("type", ""))
         kind, operation = "CHAIN", "invoke_node"
-        if node_type in ("tool.mcp", "tool.python", "tool.http"):
+        if (spec.get("span_kind") or declared_kind(node_type)) == "TOOL":
             kind, operation = "TOOL", "execute_tool"
         elif step.outputs and isinstance(step.outputs.get("turns"), list):
             kind, operation = "AGENT", "invoke_agent"
