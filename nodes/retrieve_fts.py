@@ -3,13 +3,13 @@
 A document table has `id`, `path`, `title`, `chunk` and `text` columns and an FTS5 index on
 title and text; `flowstudio index DIR --table NAME` builds one from .txt and .md files. With
 `documents: DIR` instead of `db:`, the node builds the same table in memory, once per process
-and directory state, which suits a small document set shipped beside the flow.
+and directory state, which suits a small document set shipped beside the flow. The table and its ranking are
+`nodes.fts_search`'s.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import sqlite3
 import threading
@@ -19,56 +19,13 @@ from typing import Any
 import sqlite_utils
 from pydantic import BaseModel, ConfigDict, Field
 
+from nodes.fts_search import build_table, fts_query, search
 from nodes.text_split import split_text
 from studio.node import Node, NodeContext, NodeError, paths
 
 SUFFIXES = (".txt", ".md")
 MAX_DOCUMENT_BYTES = 16 << 20
-STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "so",
-        "that",
-        "the",
-        "their",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-    ]
-)
+__all__ = ["RetrieveFTS", "document_rows", "fts_query", "index_directory"]
 _memory: dict[tuple[Any, ...], sqlite_utils.Database] = {}
 _memory_lock = threading.Lock()
 
@@ -94,59 +51,7 @@ def index_directory(
     db: sqlite_utils.Database, table: str, directory: Path, chunk_chars: int = 1000, root: Path | None = None
 ) -> int:
     """(Re)build `table` and its FTS5 index from a directory (files confined under `root`); the row count."""
-    rows = document_rows(directory, chunk_chars, root)
-    if db[table].exists():
-        if db[f"{table}_fts"].exists():
-            db[table].disable_fts()  # type: ignore[union-attr]
-        db[table].drop()
-    columns = {"id": str, "path": str, "title": str, "chunk": int, "text": str}
-    db[table].create(columns, pk="id")  # type: ignore[union-attr]
-    db[table].insert_all(rows)  # type: ignore[union-attr]
-    db[table].enable_fts(["title", "text"], tokenize="porter")  # type: ignore[union-attr]
-    return len(rows)
-
-
-def query_terms(question: str) -> list[str]:
-    """A free-text question's words, lower-cased, stop-words out, each once, in order."""
-    return list(dict.fromkeys(w for w in re.findall(r"\w+", question.lower()) if w not in STOPWORDS))
-
-
-def fts_query(question: str) -> str:
-    """A free-text question as an FTS5 query: its words, quoted, any of them (BM25 ranks)."""
-    return " OR ".join(f'"{w}"' for w in query_terms(question))
-
-
-def _idf_ratio(total: int, matching: int) -> float:
-    """Lucene's BM25 IDF over FTS5's for a term in `matching` of `total` rows.
-
-    FTS5's IDF, log((N - n + 0.5) / (n + 0.5)), drops to a floor of 1e-6 once a term is in half
-    the rows, so in a small document set a word that two of five files share counts for almost
-    nothing and a rare filler word ("take") outranks the topic ("refund"). Lucene's
-    log(1 + (N - n + 0.5) / (n + 0.5)) stays positive and keeps the order of rarity.
-    """
-    odds = (total - matching + 0.5) / (matching + 0.5)
-    return math.log1p(odds) / max(math.log(odds), 1e-6)
-
-
-def search(db: sqlite_utils.Database, table: str, question: str, limit: int) -> list[dict[str, Any]]:
-    """The best `limit` chunks for a question, best first, each with its BM25 `score` (higher is better).
-
-    Each query word is matched on its own (FTS5's tokenizer and length normalisation) and its
-    BM25 weight rescaled to Lucene's IDF (`_idf_ratio`); a chunk's score is the sum over words.
-    """
-    fts = f'"{table}_fts"'
-    total = db.execute(f"SELECT count(*) FROM {fts}").fetchone()[0]
-    scores: dict[int, float] = {}
-    for term in query_terms(question):
-        hits = db.execute(f"SELECT rowid, -bm25({fts}) FROM {fts} WHERE {fts} MATCH ?", [f'"{term}"']).fetchall()
-        for rowid, score in hits:
-            scores[rowid] = scores.get(rowid, 0.0) + score * _idf_ratio(total, len(hits))
-    best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    rows = []
-    for rowid, score in best:
-        path, title, text = db.execute(f'SELECT path, title, text FROM "{table}" WHERE rowid = ?', [rowid]).fetchone()
-        rows.append({"path": path, "title": title, "text": text, "score": round(score, 6)})
-    return rows
+    return build_table(db, table, document_rows(directory, chunk_chars, root))
 
 
 def _in_memory(directory: Path, table: str, chunk_chars: int, root: Path) -> sqlite_utils.Database:

@@ -155,3 +155,43 @@ def report(result: Any, as_json: bool, db: str | None = None) -> None:
         sys.exit(EXIT_FAILED)
     if result.status == "waiting":
         sys.exit(EXIT_WAITING)
+
+
+def http_client_options(*, within: str = "", token_scope: str = "every request") -> Callable[[F], F]:
+    """`--token-env`, `--allow-host` and `--max-body-bytes`: what an HTTP client must pass (`serve`,
+    `mcp serve`). `within` starts each help text (`With http: `); `token_scope` says which requests
+    need the token."""
+    from studio.serve import DEFAULT_MAX_BODY_BYTES
+
+    def say(text: str) -> str:
+        return f"{within}{text}" if within else text[:1].upper() + text[1:]
+
+    options = [
+        click.option(
+            "--token-env",
+            metavar="NAME",
+            default=None,
+            help=say(f"require `Authorization: Bearer $NAME` on {token_scope}."),
+        ),
+        click.option(
+            "--allow-host",
+            "allow_hosts",
+            multiple=True,
+            metavar="NAME",
+            help=say("also answer requests whose Host (or Origin) is NAME; besides loopback and --host. Repeatable."),
+        ),
+        click.option(
+            "--max-body-bytes",
+            type=click.IntRange(1),
+            default=DEFAULT_MAX_BODY_BYTES,
+            show_default=True,
+            help=say("the largest request body; a larger one is refused with 413."),
+        ),
+    ]
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate

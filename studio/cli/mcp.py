@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli.common import db_option, friendly
-from studio.serve import DEFAULT_MAX_BODY_BYTES
+from studio.cli.common import db_option, friendly, http_client_options
 
 
 @click.group()
@@ -26,26 +25,7 @@ def mcp() -> None:
     show_default=True,
     help="With http: the interface to bind; a non-loopback one needs --token-env.",
 )
-@click.option(
-    "--token-env",
-    metavar="NAME",
-    default=None,
-    help="With http: require `Authorization: Bearer $NAME` on every request.",
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="With http: also answer requests whose Host (or Origin) is NAME. Repeatable.",
-)
-@click.option(
-    "--max-body-bytes",
-    type=click.IntRange(1),
-    default=DEFAULT_MAX_BODY_BYTES,
-    show_default=True,
-    help="With http: the largest request body (413 above it).",
-)
+@http_client_options(within="With http: ")
 @db_option
 @friendly
 def serve(

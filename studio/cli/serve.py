@@ -8,40 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
-from studio.cli.common import db_option, friendly
-from studio.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS, DEFAULT_PORT
+from studio.cli.common import db_option, friendly, http_client_options
+from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def guard_options(command: F) -> F:
-    """`--allow-host`, `--allow-model` and `--max-body-bytes` (serve, mcp serve)."""
-    options = [
-        click.option(
-            "--allow-host",
-            "allow_hosts",
-            multiple=True,
-            metavar="NAME",
-            help="Also answer requests whose Host (or Origin) is NAME; besides loopback and --host. Repeatable.",
-        ),
-        click.option(
-            "--allow-model",
-            "allow_models",
-            multiple=True,
-            metavar="PATTERN",
-            help="Models a request may swap in besides the flow's own (fnmatch, e.g. 'openai/gpt-4o*'). Repeatable.",
-        ),
-        click.option(
-            "--max-body-bytes",
-            type=click.IntRange(1),
-            default=DEFAULT_MAX_BODY_BYTES,
-            show_default=True,
-            help="Largest request body; a larger one is refused with 413.",
-        ),
-    ]
-    for option in reversed(options):
-        command = option(command)
-    return command
 
 
 @click.command()
@@ -54,12 +24,6 @@ def guard_options(command: F) -> F:
 )
 @db_option
 @click.option(
-    "--token-env",
-    metavar="NAME",
-    default=None,
-    help="Require `Authorization: Bearer $NAME` on every request but /healthz.",
-)
-@click.option(
     "--max-concurrency",
     type=click.IntRange(1),
     default=DEFAULT_MAX_RUNS,
@@ -69,7 +33,14 @@ def guard_options(command: F) -> F:
 @click.option(
     "--published", is_flag=True, help="Serve each flow's version tagged prod (else its newest published), not its file."
 )
-@guard_options
+@click.option(
+    "--allow-model",
+    "allow_models",
+    multiple=True,
+    metavar="PATTERN",
+    help="Models a request may swap in besides the flow's own (fnmatch, e.g. 'openai/gpt-4o*'). Repeatable.",
+)
+@http_client_options(token_scope="every request but /healthz")
 @friendly
 def serve(
     path: str,
