@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from nodes.llm_classify import CONTENT_FREE, calibrate, content_free_prior, label_mass  # noqa: E402
+from nodes.calibration import CONTENT_FREE, calibrate, content_free_prior, label_mass  # noqa: E402
 from studio.evaluate.tasks import generate  # noqa: E402
 from studio.models import local  # noqa: E402
 from studio.models.base import Request  # noqa: E402

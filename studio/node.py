@@ -29,6 +29,7 @@ __all__ = [
     "LLM",
     "NO_VALUE",
     "CallPurpose",
+    "CapableLLM",
     "ChatTurn",
     "Completion",
     "FlowCaller",
@@ -60,6 +61,7 @@ __all__ = [
     "evaluate",
     "expression_problem",
     "from_annotation",
+    "model_supports",
     "parse_type",
     "paths",
     "refuse_mcp_command",
@@ -140,6 +142,22 @@ class ToolCallingLLM(Protocol):
     ) -> ToolReply:
         """One chat call offering `tools` (OpenAI function schemas); traced like `complete`."""
         ...
+
+
+@runtime_checkable
+class CapableLLM(Protocol):
+    """Optional capability of `ctx.llm`: it says what its model supports (the engine's bound model
+    does, from the model's `Capabilities`); read it through `model_supports`."""
+
+    def supports(self, feature: str) -> bool | None:
+        """Whether the model has `feature` (`logprobs`, `function_calling`, `constrained`,
+        `prefill`, `streaming`); None when it cannot say."""
+        ...
+
+
+def model_supports(llm: LLM, feature: str) -> bool | None:
+    """Whether `llm`'s model has `feature`; None when it cannot say (a model that is no `CapableLLM`)."""
+    return llm.supports(feature) if isinstance(llm, CapableLLM) else None
 
 
 class FlowCaller(Protocol):
