@@ -8,52 +8,24 @@ the last reply. A field list also gives each field its own typed output port.
 Where the model picks tools natively, the object is asked for as a forced call of one function
 whose parameters are the schema. On a provider that sends a completion prompt as a user message
 but continues an assistant turn (Anthropic's protocol), the completion form is sent as a chat
-whose assistant turn begins the object (a prefill).
+whose assistant turn begins the object (a prefill). The object's handling is `nodes.json_object`'s,
+the repair loop `nodes.json_repair`'s.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any, Literal
+from typing import Any
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
+from nodes.json_object import field_schema, first_object, schema_port
+from nodes.json_repair import ask_object
 from nodes.prompting import Form
-from studio.node import (
-    ANY,
-    Completion,
-    Message,
-    Node,
-    NodeContext,
-    OptionalVariables,
-    OutputError,
-    PortType,
-    TemplateInputs,
-    parse_type,
-    render,
-)
+from studio.node import Node, NodeContext, OptionalVariables, PortType, TemplateInputs, parse_type
 
-_JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
-_PORT_TYPES = {v: k for k, v in _JSON_TYPES.items()}
-LABEL = "JSON:"
-TOOL = "answer"
-"""The function a `tool` answer is a forced call of."""
-Method = Literal["tool", "prefill", "text"]
-"""How the object is asked for (see `Structured.method`)."""
-
-
-def _kind(schema: dict[str, Any]) -> str:
-    """A property's type in a few words: `integer`, `list of string`, `string, one of a, b`."""
-    if "enum" in schema:
-        return "one of " + ", ".join(json.dumps(v) for v in schema["enum"])
-    if "anyOf" in schema:
-        return " or ".join(_kind(s) for s in schema["anyOf"])
-    kind = schema.get("type", "any value")
-    if kind == "array" and isinstance(schema.get("items"), dict):
-        return f"list of {_kind(schema['items'])}"
-    return " or ".join(kind) if isinstance(kind, list) else str(kind)
+__all__ = ["FieldSpec", "Structured", "first_object"]
 
 
 class FieldSpec(BaseModel):
@@ -65,66 +37,6 @@ class FieldSpec(BaseModel):
     """Port type: str, int, float, bool, dict, list, list[T] or any; `T | null` makes it optional."""
     description: str = ""
     """What the field holds; shown to the model."""
-
-
-def field_schema(port: PortType) -> dict[str, Any]:
-    """The JSON Schema of a port type."""
-    if port.name == "any":
-        schema: dict[str, Any] = {}
-    elif port.name == "list":
-        schema = {"type": "array", **({"items": field_schema(port.item)} if port.item else {})}
-    else:
-        schema = {"type": _JSON_TYPES[port.name]}
-    return {"anyOf": [schema, {"type": "null"}]} if port.optional and schema else schema
-
-
-def schema_port(schema: dict[str, Any], optional: bool) -> PortType:
-    """The port type of a JSON Schema property (`any` for what the port language cannot say)."""
-    kind = schema.get("type")
-    others = [s for s in schema.get("anyOf", []) if s.get("type") != "null"]
-    if len(others) == 1 and len(schema["anyOf"]) == 2:
-        return schema_port(others[0], True)
-    if isinstance(kind, list) and "null" in kind and len(kind) == 2:
-        return schema_port({**schema, "type": next(k for k in kind if k != "null")}, True)
-    if kind == "array":
-        items = schema.get("items")
-        item = schema_port(items, False) if isinstance(items, dict) else None
-        return PortType("list", item, optional)
-    if isinstance(kind, str) and kind in _PORT_TYPES:
-        return PortType(_PORT_TYPES[kind], None, optional)
-    return ANY
-
-
-_REPAIRS = [
-    (re.compile(r"([{,]\s*)([A-Za-z_]\w*)\s*:"), r'\1"\2":'),  # {name: 1} → {"name": 1}
-    (re.compile(r"([:\[,{]\s*)'([^'\\\n]*)'"), r'\1"\2"'),  # 'text' → "text" where a value or key starts
-    (re.compile(r"(:\s*)True\b"), r"\1true"),
-    (re.compile(r"(:\s*)False\b"), r"\1false"),
-    (re.compile(r"(:\s*)None\b"), r"\1null"),
-    (re.compile(r",(\s*[}\]])"), r"\1"),  # trailing commas
-]
-
-
-def first_object(text: str) -> Any:
-    """The first JSON object in a reply, chatter around it ignored; raises ValueError.
-
-    Small models' near-JSON (bare or single-quoted keys, Python literals, trailing commas) is
-    repaired before giving up; the error is the one of the reply as written.
-    """
-    start = text.find("{")
-    if start < 0:
-        raise ValueError("the reply holds no JSON object")
-    try:
-        return json.JSONDecoder().raw_decode(text[start:])[0]
-    except json.JSONDecodeError as err:
-        problem = f"not valid JSON: {err.msg} at character {err.pos}"
-    repaired = text[start:]
-    for pattern, replacement in _REPAIRS:
-        repaired = pattern.sub(replacement, repaired)
-    try:
-        return json.JSONDecoder().raw_decode(repaired)[0]
-    except json.JSONDecodeError:
-        raise ValueError(problem) from None
 
 
 class Structured(Node):
@@ -211,127 +123,8 @@ class Structured(Node):
         ports = {k: schema_port(v, k not in required) for k, v in schema.get("properties", {}).items()}
         return {**ports, "data": PortType("dict")}
 
-    def describe(self) -> str:
-        """How the expected object is explained to the model: its fields, one a line.
-
-        A tiny model copies a raw JSON Schema instead of filling it, so even a schema is told as a list.
-        """
-        schema = self.schema()
-        required = set(schema.get("required", []))
-        lines = ["Answer with one JSON object with these fields:"]
-        for name, prop in schema.get("properties", {}).items():
-            kind = _kind(prop) + ("" if name in required else ", optional")
-            lines.append(f"- {name} ({kind})" + (f": {prop['description']}" if prop.get("description") else ""))
-        return "\n".join(lines)
-
-    def opening(self) -> str:
-        """How a completion-form answer starts: the object and its first field's name, for the model to go on."""
-        properties = self.schema().get("properties", {})
-        if not properties:
-            return "{"
-        first, prop = next(iter(properties.items()))
-        # Never end on a space: the model's tokens carry their own leading space.
-        return "{" + json.dumps(first) + (': "' if prop.get("type") == "string" and "enum" not in prop else ":")
-
-    def problem(self, data: Any) -> str | None:
-        """Why `data` is not acceptable, or None."""
-        error = jsonschema.exceptions.best_match(
-            jsonschema.validators.validator_for(self.schema())(self.schema()).iter_errors(data)
-        )
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{where}: {error.message}" if where else error.message
-
-    @staticmethod
-    def method(ctx: NodeContext, form: Form) -> Method:
-        """How the object is asked for: `tool` where the model picks tools natively (a forced call
-        whose arguments are the object), `prefill` where a completion-form prompt would be sent as a
-        user message but the provider continues an assistant turn (Anthropic's protocol), else
-        `text` in the configured form. A reply that does not validate is sent back either way."""
-        supports = getattr(ctx.llm, "supports", None)
-        if supports is None:
-            return "text"
-        if supports("function_calling") is True:
-            return "tool"
-        return "prefill" if form == "completion" and supports("prefill") is True else "text"
-
-    def answer_tool(self) -> dict[str, Any]:
-        """The function the `tool` method forces a call of: its parameters are the object's schema."""
-        parameters = {k: v for k, v in self.schema().items() if k != "$schema"}
-        function = {"name": TOOL, "description": "Give the answer as one object.", "parameters": parameters}
-        return {"type": "function", "function": function}
-
-    def prompts(self, values: dict[str, Any], chat: bool) -> tuple[list[Message], str]:
-        """The chat messages and the completion text that ask for the object (the text ends in `LABEL`)."""
-        c = self.config
-        preamble = "\n\n".join(
-            p for p in (render(c.system, values), render(c.instructions, values), self.describe()) if p
-        )
-        messages = [Message("system", preamble)] if chat else []
-        text = preamble
-        for demo in c.demos:
-            answer = json.dumps(demo["data"], ensure_ascii=False)
-            if chat:
-                messages += [Message("user", render(c.prompt, demo)), Message("assistant", answer)]
-            else:
-                text += f"\n\n{render(c.prompt, demo)}\n{LABEL} {answer}"
-        question = render(c.prompt, values)
-        messages.append(Message("user", question))
-        return messages, f"{text}\n\n{question}\n{LABEL}"
-
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
-        c = self.config
-        method = self.method(ctx, c.form)
-        messages, text = self.prompts(inputs.values(), chat=c.form == "chat" or method == "tool")
-        opening = self.opening()
-        if method == "prefill":  # the completion prompt as a user turn, the answer begun as the assistant's
-            messages = [Message("user", text), Message("assistant", opening)]
-        text += f" {opening}"
-        reply, problem = "", ""
-        for _ in range(c.retries + 1):
-            completion, reply = await self._ask(method, ctx, messages, text, opening)
-            try:
-                data = first_object(reply)
-                found = self.problem(data)
-            except ValueError as err:
-                found = str(err)
-            if found is None:
-                return self._outputs(data)
-            problem = found + (" (the reply was cut off at max_tokens)" if completion.finish_reason == "length" else "")
-            retry = f"That reply is invalid: {problem}. Write the corrected JSON object."
-            if method == "prefill":
-                messages = [*messages[:-1], Message("assistant", reply), Message("user", retry), messages[-1]]
-            else:
-                messages += [Message("assistant", reply), Message("user", retry)]
-            text += f"{reply[len(opening) :]}\nError: {problem}. Corrected:\n{LABEL} {opening}"
-        shown = reply if len(reply) <= 500 else reply[:500] + "…"
-        raise OutputError(
-            f"no valid object after {c.retries + 1} tries: {problem}; last reply: {shown}", reply=reply, problem=problem
-        )
-
-    async def _ask(
-        self, method: Method, ctx: NodeContext, messages: list[Message], text: str, opening: str
-    ) -> tuple[Completion, str]:
-        """One call by `method`; returns it and the reply as the object's text."""
-        c, stop = self.config, ["\n\n", f"\n{LABEL}"]
-        if method == "tool":
-            forced = {"type": "function", "function": {"name": TOOL}}
-            extra = {"tools": [self.answer_tool()], "tool_choice": forced}
-            completion = await ctx.llm.complete(messages=messages, max_tokens=c.max_tokens, extra=extra)
-            calls = [call for call in completion.tool_calls or [] if call.get("name") == TOOL]
-            reply = json.dumps(calls[0].get("arguments"), ensure_ascii=False) if calls else completion.text.strip()
-            return completion, reply
-        if method == "prefill":
-            completion = await ctx.llm.complete(messages=messages, stop=stop, max_tokens=c.max_tokens)
-            reply = completion.text.rstrip()
-            # a provider may answer with the whole object, the begun part repeated
-            return completion, reply.lstrip() if reply.lstrip().startswith("{") else opening + reply
-        if c.form == "chat":
-            completion = await ctx.llm.complete(messages=messages, max_tokens=c.max_tokens)
-            return completion, completion.text.strip()
-        completion = await ctx.llm.complete(prompt=text, stop=stop, max_tokens=c.max_tokens)
-        return completion, opening + completion.text.rstrip()
+        return self._outputs(await ask_object(self.config, self.schema(), inputs.values(), ctx))
 
     def _outputs(self, data: dict[str, Any]) -> Outputs:
         if self.config.json_schema is None:
