@@ -20,6 +20,12 @@ def runs_page() -> StreamlitPage:
     return st.Page(render, title="Runs", icon=":material/list:", url_path="runs")
 
 
+def reviews_page() -> StreamlitPage:
+    from studio.app.review_page import render
+
+    return st.Page(render, title="Reviews", icon=":material/rate_review:", url_path="reviews")
+
+
 def trace_page() -> StreamlitPage:
     from studio.app.trace_page import render
 
@@ -44,9 +50,24 @@ def editor_page() -> StreamlitPage:
     return st.Page(render, title="Editor", icon=":material/edit:", url_path="editor")
 
 
+def history_page() -> StreamlitPage:
+    from studio.app.history_page import render
+
+    return st.Page(render, title="History", icon=":material/history:", url_path="history")
+
+
 def all_pages() -> list[StreamlitPage]:
     """Home first in the bar and the page the app opens on (the folder's flows, a way into each)."""
-    return [home_page(), runs_page(), trace_page(), experiments_page(), run_page(), editor_page()]
+    return [
+        home_page(),
+        runs_page(),
+        reviews_page(),
+        trace_page(),
+        experiments_page(),
+        run_page(),
+        editor_page(),
+        history_page(),
+    ]
 
 
 def trace_link(run_id: str, node: str | None = None) -> str:
