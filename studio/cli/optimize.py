@@ -17,6 +17,7 @@ from studio.cli.common import (
     pairs,
     print_json,
 )
+from studio.cli.versions import flow_and_version, print_published, published_json
 
 PRINTED = ("bootstrap", "blame", "search demos", "best", "round", "tie", "finished")
 """Search events printed as lines (each once a search or once a round, so a log written without a
@@ -24,7 +25,7 @@ terminal still says what the search did); the rest only update the progress bar'
 
 
 @click.command()
-@click.argument("flow", type=click.Path(dir_okay=False))
+@click.argument("flow", type=click.Path(dir_okay=False), metavar="FLOW | NAME@TAG | NAME@ID")
 @click.option(
     "--train", required=True, type=click.Path(dir_okay=False), help="Examples to learn demos from (JSONL/CSV)."
 )
@@ -66,6 +67,8 @@ terminal still says what the search did); the rest only update the progress bar'
 )
 @click.option("--width", type=click.IntRange(1), default=10, show_default=True, help="Candidates raced per round.")
 @click.option("--concurrency", type=click.IntRange(1), default=4, show_default=True, help="Examples running at once.")
+@click.option("--publish", "publish_best", is_flag=True, help="Publish the optimized flow as a version of the flow.")
+@click.option("--tag", default=None, metavar="NAME", help="With --publish: point this tag at the version.")
 @db_option
 @json_option
 @friendly
@@ -89,12 +92,17 @@ def optimize(
     minibatch: int,
     width: int,
     concurrency: int,
+    publish_best: bool,
+    tag: str | None,
     db: str | None,
     as_json: bool,
 ) -> None:
     """Search better instructions, demos, prompt form, strategy, models and graph for a flow, within a budget.
 
-    Writes the optimized flow (never the input) and a report (markdown, JSON, Pareto plot) beside it.
+    Writes the optimized flow (never the input) and a report (markdown, JSON, Pareto plot) beside it;
+    --publish also stores it as a version of the flow (`flowstudio versions NAME`). FLOW may be a
+    published version (NAME@TAG, NAME@ID): its files are read from the store, and the optimized flow
+    is written beside them unless --out says where.
     Example: flowstudio optimize bench/flows/topic.yaml --train train.jsonl --dev dev.jsonl --metric exact --budget-calls 300
     """
 
@@ -102,6 +110,8 @@ def optimize(
     from studio.optimize.evaluate import NothingSucceeds
     from studio.optimize.report import show
 
+    _check_publish(publish_best, tag)
+    flow, version = flow_and_version(flow, db)  # NAME@TAG / NAME@ID: the published snapshot
     options = OptimizeOptions(
         flow=flow,
         train=train,
@@ -131,11 +141,14 @@ def optimize(
     for note in prepared.notes:
         click.echo(f"note: {note}", err=True)
     store = open_store(db)
+    published = None
     try:
         if as_json:
             result = _optimize_live(prepared, store)
         else:
             result = _optimize_with_progress(prepared, store)
+        if publish_best:
+            published = _publish(store, result, flow, version, tag)
     except KeyboardInterrupt:
         click.echo(f"interrupted: the best flow so far is in {prepared.out}", err=True)
         sys.exit(130)
@@ -145,9 +158,44 @@ def optimize(
     finally:
         store.close()
     if as_json:
-        print_json(result.as_json())
-    else:
-        show(result.report)
+        shown = result.as_json()
+        print_json({**shown, "published": published_json(published)} if published else shown)
+        return
+    show(result.report)
+    if published is not None:
+        print_published(published)
+
+
+def _check_publish(publish_best: bool, tag: str | None) -> None:
+    """Refuse `--tag` without `--publish`, or a bad tag name, before any model call."""
+    from studio.errors import InputError
+    from studio.versions.history import check_tag
+
+    if tag is None:
+        return
+    if not publish_best:
+        raise InputError("--tag names the published version's tag: give --publish too", field="--tag")
+    check_tag(tag)
+
+
+def _publish(store: Any, result: Any, source: str, version: str | None, tag: str | None) -> Any:
+    """Store the optimized flow as a version of the flow, under the input's file name (so it reads
+    as a new version of that file, and a search that changed nothing gives the input's id)."""
+    from pathlib import Path
+
+    from studio.versions.history import store_snapshot
+    from studio.versions.snapshot import take, with_entry_name
+
+    report = result.report
+    before, after = report["before"]["dev"], report["after"]["dev"]
+    origin = f" from {version[:12]}" if version else ""
+    note = f"optimize {result.experiment_id}{origin}: dev {_score(before)} -> {_score(after)}"
+    snapshot = with_entry_name(take(report["flow_out"]), Path(source).name)
+    return store_snapshot(store, snapshot, tag=tag, note=note)
+
+
+def _score(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _optimize_live(prepared: Any, store: Any) -> Any:

@@ -1,7 +1,7 @@
 """`publish`, `versions`, `tag`, `untag`, `diff` and `promote`: published flow versions.
 
 `NAME@TAG` and `NAME@ID` (a unique beginning of the id) name a published version wherever a
-flow file is named (`run`, `batch`, `diff`): `flow_and_version` turns one into the flow file
+flow file is named (`run`, `batch`, `optimize`, `export`, `diff`): `flow_and_version` turns one into the flow file
 of its snapshot, written once under `.flowstudio/versions/ID/` beside the store.
 """
 
@@ -56,16 +56,27 @@ def publish(flow: str, tag: str | None, note: str | None, db: str | None, as_jso
         done = publish_flow(store, flow, tag=tag, note=note)
     finally:
         store.close()
-    version = done.version
     if as_json:
-        print_json({"version": version.version_id, "flow": version.flow, "tag": tag, "new": done.new,
-                    "files": sorted(version.files), "notes": list(done.notes)})  # fmt: skip
-        return
+        print_json(published_json(done))
+    else:
+        print_published(done)
+
+
+def published_json(done: Any) -> dict[str, Any]:
+    """What `publish --json` prints (and `optimize --publish --json` under `published`)."""
+    version = done.version
+    return {"version": version.version_id, "flow": version.flow, "tag": done.tag, "new": done.new,
+            "files": sorted(version.files), "notes": list(done.notes)}  # fmt: skip
+
+
+def print_published(done: Any) -> None:
+    """The id (and tag) a publish gave, for people; what the snapshot left out on stderr."""
+    version = done.version
     state = "published" if done.new else "already published as"
     count = len(version.files)
     click.echo(f"{state} {version.flow}@{version.version_id[:12]} ({count} file{'s' if count != 1 else ''})")
-    if tag:
-        click.echo(f"tag {tag} -> {version.version_id[:12]}")
+    if done.tag:
+        click.echo(f"tag {done.tag} -> {version.version_id[:12]}")
     for line in done.notes:
         click.echo(f"note: {line}", err=True)
 
@@ -242,4 +253,14 @@ def _resolve(store: Any, reference: str) -> Any:
     return refs.resolve(store, parsed)
 
 
-__all__ = ["diff", "flow_and_version", "promote", "publish", "tag", "untag", "versions"]
+__all__ = [
+    "diff",
+    "flow_and_version",
+    "print_published",
+    "promote",
+    "publish",
+    "published_json",
+    "tag",
+    "untag",
+    "versions",
+]

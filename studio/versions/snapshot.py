@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
 from studio.export.writer import flow_contents
 from studio.flow.spec import Flow, load_flow
@@ -53,3 +53,13 @@ def take(flow: str | Path | Flow) -> Snapshot:
     loaded = flow if isinstance(flow, Flow) else load_flow(flow)
     entry, files, notes = flow_contents(loaded)
     return Snapshot(loaded.spec.name, entry, files, tuple(notes))
+
+
+def with_entry_name(snapshot: Snapshot, name: str) -> Snapshot:
+    """The snapshot with its flow file renamed to `name` in the same folder (`flow.optimized.yaml`
+    published as `flow.yaml`: a new version of the same file); unchanged when that path is taken."""
+    entry = str(PurePosixPath(snapshot.entry).with_name(name))
+    if entry == snapshot.entry or entry in snapshot.files:
+        return snapshot
+    files = {entry if path == snapshot.entry else path: data for path, data in snapshot.files.items()}
+    return replace(snapshot, entry=entry, files=files)
