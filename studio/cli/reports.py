@@ -85,26 +85,34 @@ def print_run(result: RunResult, console: Console | None = None) -> None:
     console.print(table)
 
 
+VERSION_SHOWN = 8
+"""Characters of a run's version id `runs` shows (`runs --version` takes any beginning)."""
+
+
 def print_runs(runs: list[RunRecord], console: Console | None = None) -> None:
-    """Full run ids (any unique prefix of one works in `trace`, `resume`, `rerun`); fits 80 columns."""
+    """Full run ids (any unique prefix of one works in `trace`, `resume`, `rerun`); fits 80 columns,
+    and shows each run's version where the terminal has room for it too."""
     from studio.flow.names import fold_at_dashes, room
 
     console = console or Console()
+    versions = console.width >= 80 + VERSION_SHOWN + 2
     table = compact_table()
     table.add_column("run", no_wrap=True, min_width=16)
     table.add_column("flow", overflow="fold", min_width=8, ratio=1)
-    for name in ("status", "started"):
+    headers = ("run", *(("version",) if versions else ()), "status", "started", "secs", "tokens", "cost $")
+    for name in headers[1:-3]:
         table.add_column(name, no_wrap=True)
-    for name in ("secs", "tokens", "cost $"):
+    for name in headers[-3:]:
         table.add_column(name, no_wrap=True, justify="right")
     rows = [
-        [run.run_id, run.status, run.started_at[5:16].replace("T", " "), _seconds(run.started_at, run.ended_at),
-         str(run.tokens), f"{run.cost_usd:.6f}"]
+        [run.run_id, *([(run.version or "-")[:VERSION_SHOWN]] if versions else []), run.status,
+         run.started_at[5:16].replace("T", " "), _seconds(run.started_at, run.ended_at), str(run.tokens),
+         f"{run.cost_usd:.6f}"]
         for run in runs
     ]  # fmt: skip
-    headers = ("run", "status", "started", "secs", "tokens", "cost $")
     widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
-    left = room(min(console.width, 80), widths)  # a flow name breaks after a dash, never inside a word
+    total = min(console.width, 80 + (VERSION_SHOWN + 2 if versions else 0))
+    left = room(total, widths)  # a flow name breaks after a dash, never inside a word
     for run, row in zip(runs, rows, strict=True):
         table.add_row(row[0], Text(fold_at_dashes(_plain(run.flow), left)), *row[1:])
     console.print(table)

@@ -218,8 +218,8 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
 async def respond(
     manager: RunManager, begin: Start, mode: Mode, *, resuming: str | None = None, catalog: Catalog | None = None
 ) -> Response:
-    """Start a run task and answer as `mode` says (a `wait` run's error names files relative to
-    the `catalog`'s folder)."""
+    """Start a run task and answer as `mode` says: a `wait` run as `flowstudio run --json` prints it
+    plus the version it ran (its error naming files relative to the `catalog`'s folder)."""
     run = manager.start(begin, mode, resuming=resuming)
     queue = run.channel.listen() if mode == "stream" else None
     try:
@@ -232,7 +232,7 @@ async def respond(
         return JSONResponse({"run_id": run_id}, status_code=202)
     if queue is not None:
         return sse(run.events(queue))
-    answer = (await run.result()).as_json()
+    answer = {**(await run.result()).as_json(), "version": manager.get(run_id).version}
     if catalog is not None and isinstance(answer.get("error"), str):
         answer["error"] = catalog.relative(answer["error"])
     return JSONResponse(answer)

@@ -1,7 +1,8 @@
 """The flows a server serves: one file or every `*.yaml` of a folder, re-read on each request.
 
 A file's content hash decides whether it changed: an edited flow is compiled again on the next
-request, an unchanged one is reused. Files that do not load are left out (and logged once).
+request, an unchanged one is reused. Runs record the version id of the files as compiled (the flow
+and what it reads, `studio.versions.snapshot`). Files that do not load are left out (and logged once).
 """
 
 from __future__ import annotations
@@ -40,7 +41,9 @@ class ServedFlow:
     plan: Plan
     """Compiled with the flow's own models; requests with `models` compile their own."""
     version: str | None = None
-    """The published version served (`studio.serve.published`); None for the working file."""
+    """The version its runs record: the published version served (`studio.serve.published`), else
+    the working files' content hash (the id `flowstudio publish` would give them); None when the
+    files cannot be read as a snapshot."""
 
     @property
     def flow(self) -> Flow:
@@ -114,6 +117,17 @@ def _confined_script(flow: Flow, alias: str, name: str) -> None:
         raise InputError(
             f"scripted model file {name!r} is not a file in the flow's folder", field=f"models.{alias}"
         ) from None
+
+
+def content_hash(flow: Flow) -> str | None:
+    """The working files' version id (the flow and every file it reads), as `flowstudio run FILE`
+    records it; None when a file it reads is missing or unreadable."""
+    from studio.versions.snapshot import take
+
+    try:
+        return take(flow).version_id
+    except (FlowError, OSError):
+        return None
 
 
 class Catalog:
@@ -192,6 +206,6 @@ class Catalog:
             self._broken[file] = digest
             self._by_file.pop(file, None)
             return None
-        served = ServedFlow(plan.flow.spec.name, file, digest, plan)
+        served = ServedFlow(plan.flow.spec.name, file, digest, plan, content_hash(plan.flow))
         self._by_file[file] = served
         return served

@@ -161,7 +161,7 @@ async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) ->
     plan = served.plan
 
     async def begin(engine: Engine) -> RunResult:
-        return await engine.run(plan, inputs, options=RunOptions(stream=body.stream))
+        return await engine.run(plan, inputs, options=RunOptions(stream=body.stream, version=served.version))
 
     run = manager.start(begin, "stream" if body.stream else "wait")
     queue = run.channel.listen() if body.stream else None

@@ -63,10 +63,11 @@ def step_data(run_id: str, step: StepRecord) -> dict[str, Any]:
 
 
 def run_object(record: RunRecord, steps: list[StepRecord]) -> dict[str, Any]:
-    """`GET /runs/{id}`: the keys of `flowstudio run --json` plus the flow and times."""
+    """`GET /runs/{id}`: the keys of `flowstudio run --json` plus the flow, the version it ran and times."""
     return {
         "run_id": record.run_id,
         "flow": record.flow,
+        "version": record.version,
         "status": record.status,
         "outputs": record.outputs,
         "error": record.error,

@@ -96,8 +96,12 @@ def response_schema(plan: Plan) -> dict[str, Any]:
             "tokens": {"type": "integer"},
             "cost_usd": {"type": "number"},
             "steps": {"type": "array", "items": step},
+            "version": {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "description": "The flow version the run ran: a published version's id, else the files' content hash.",
+            },
         },
-        "required": ["run_id", "status", "outputs", "error", "tokens", "cost_usd", "steps"],
+        "required": ["run_id", "status", "outputs", "error", "tokens", "cost_usd", "steps", "version"],
     }
 
 

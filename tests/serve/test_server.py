@@ -22,7 +22,7 @@ from tests.conftest import FLOWSTUDIO, ROOT
 from tests.serve.conftest import Server, serve_command
 
 pytestmark = pytest.mark.slow
-RUN_KEYS = {"run_id", "status", "outputs", "error", "tokens", "cost_usd", "steps"}
+RUN_KEYS = {"run_id", "status", "outputs", "error", "tokens", "cost_usd", "steps", "version"}
 
 
 def events_of(client: httpx.Client, method: str, url: str, **kwargs: Any) -> list[ServerSentEvent]:
