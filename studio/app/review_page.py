@@ -40,6 +40,23 @@ NO_NODE = "(none)"
 UP_NEXT = 10
 """How many of the waiting runs the table below the form lists."""
 
+ESCAPE = """
+<script>
+if (!window.flowstudioReviewEscape) {
+  window.flowstudioReviewEscape = true;
+  document.addEventListener("keydown", (event) => {
+    const field = event.target;
+    if (event.key === "Escape" && field instanceof HTMLElement && field.closest(".st-key-review_form")
+        && (field.tagName === "TEXTAREA" || field.tagName === "INPUT")) {
+      field.blur();
+    }
+  }, true);
+}
+</script>
+"""
+"""Fixed script: Escape leaves a text field of the review form (which keeps what was typed), so
+the next key is a shortcut (G, B, S) again."""
+
 
 def _version_label(store: Any, flow: str) -> dict[str, str]:
     """Version id → `id · tags · date`, newest first."""
@@ -169,7 +186,7 @@ def _form(store: Any, item: QueueItem) -> None:
                       on_click=_save, args=(run, names, "bad"))  # fmt: skip
             st.button("Skip", key="review_skip", icon=":material/skip_next:", shortcut="S",
                       on_click=_skip, args=(run.run_id,))  # fmt: skip
-            st.caption("Keys: **G** good · **B** bad · **S** skip (outside a text field)")
+            st.caption("Keys: **G** good · **B** bad · **S** skip · **Esc** leaves a text field")
 
 
 def _up_next(items: list[QueueItem]) -> None:
@@ -186,7 +203,8 @@ def _up_next(items: list[QueueItem]) -> None:
 
 def _export(store: Any, flow: str | None, version: str | None) -> None:
     """Write the flow's reviewed runs as a batch dataset (as `dataset from-reviews`) and show its rows."""
-    with st.expander("Dataset from reviews", icon=":material/dataset:", expanded=EXPORTED in st.session_state):
+    st.subheader("Dataset from reviews", divider="gray")
+    with st.container():
         if flow is None:
             st.caption("Choose a flow above: a dataset holds one flow's reviewed runs.")
             return
@@ -215,6 +233,7 @@ def _counts(store: Any, flow: str | None, waiting: int) -> None:
 
 def render() -> None:
     """Filters, the count, the run at the head of the queue, what waits after it, and the export."""
+    st.html(ESCAPE, unsafe_allow_javascript=True)
     st.title("Reviews")
     with open_store() as opened:
         store: Any = opened  # every store implements the feedback operations
