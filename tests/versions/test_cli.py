@@ -122,3 +122,19 @@ def test_export_of_a_reference_embeds_the_published_files(cli: CLI, tmp_path: Pa
     done = cli("export", "greet@v1", "--out", str(tmp_path / "out"), "--no-engine-wheel", "--json")
     assert done.code == 0, done.err
     assert "upper }}!" in (tmp_path / "out" / "greet" / "flows" / "sub" / "shout.yaml").read_text()
+
+
+def test_batch_of_a_tag_scores_the_published_version_and_versions_shows_the_score(cli: CLI, tmp_path: Path) -> None:
+    main = make(tmp_path / "p")
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"word": w, "want": f"{w.upper()}!"}) + "\n" for w in ("hi", "yo")))
+    v1 = _publish(cli, main, "--tag", "v1")
+    edit(tmp_path / "p" / "sub" / "shout.yaml", "{{ item | upper }}!", "no {{ item }}")  # the file now scores 0
+    args = ("--data", str(data), "--expect", "loud=want", "--map", "word=word", "--json")
+    pinned = cli("batch", "greet@v1", *args)
+    assert pinned.code == 0, pinned.err
+    assert pinned.json()["score"] == 1.0
+    assert cli("batch", str(main), *args).json()["score"] == 0.0
+    (row,) = cli("versions", "greet", "--json").json()
+    assert row["version"] == v1 and [b["score"] for b in row["batches"]] == [1.0]
+    assert len(cli("runs", "--version", v1[:8], "--json").json()) == 2
