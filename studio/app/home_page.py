@@ -10,10 +10,12 @@ import streamlit as st
 from studio.app.editor_page import EMPTY, _create, _free_name
 from studio.app.import_panel import render_import
 from studio.app.nav import editor_page, run_page, trace_page
+from studio.app.review_page import reviews_link
 from studio.app.run_page import flow_files
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge
 from studio.errors import FlowError
+from studio.reviews.counts import ReviewCounts, review_counts
 from studio.viewer.home import FlowCard, flow_card
 
 COLUMNS = 3
@@ -55,7 +57,7 @@ def _new_flow(folder: Path, files: list[Path]) -> None:
             _open(path)
 
 
-def _card(card: FlowCard, folder: Path, number: int) -> None:
+def _card(card: FlowCard, folder: Path, number: int, reviews: ReviewCounts) -> None:
     with st.container(border=True, key=f"flow_card_{number}"):
         st.markdown(f"**{card.name}**")
         st.caption(card.description or "No description.")
@@ -65,6 +67,7 @@ def _card(card: FlowCard, folder: Path, number: int) -> None:
             st.error("This file does not load.", icon=":material/error:")
         if card.last_run_id:
             st.markdown(f"Last run: {badge(card.last_status or '')} {card.last_started} UTC")
+            reviews_link(card.name, reviews)
         else:
             st.caption("Not run yet.")
         with st.container(horizontal=True, vertical_alignment="center"):  # words whole: a narrow card wraps them
@@ -82,12 +85,13 @@ def _card(card: FlowCard, folder: Path, number: int) -> None:
 def _cards(folder: Path, files: list[Path], first: int) -> None:
     with open_store() as store:
         cards = [flow_card(path, store) for path in files]
+        reviews = {card.name: review_counts(store, card.name) for card in cards}  # type: ignore[arg-type]
     for start in range(0, len(cards), COLUMNS):
         for cell, (number, card) in zip(
             st.columns(COLUMNS), enumerate(cards[start : start + COLUMNS], first + start), strict=False
         ):
             with cell:
-                _card(card, folder, number)
+                _card(card, folder, number, reviews[card.name])
 
 
 def render() -> None:

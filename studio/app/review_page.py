@@ -19,7 +19,7 @@ from studio.app.runs_page import ANY, STATUSES, _days
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, runs_table, show_value
 from studio.errors import InputError
-from studio.reviews.counts import review_counts
+from studio.reviews.counts import ReviewCounts, review_counts
 from studio.reviews.dataset import reviewed_rows, write_jsonl
 from studio.reviews.edits import as_text, correction
 from studio.reviews.feedback import Verdict, flow_parts, review
@@ -248,3 +248,11 @@ def render() -> None:
         else:
             st.info("Nothing to review here: every run the filters keep is reviewed, or none matches the rule.")
         _export(store, flow, where.version)
+
+
+def reviews_link(flow: str, counts: ReviewCounts) -> None:
+    """A link into the queue of `flow`, saying how many of its runs are reviewed (Home's cards)."""
+    from studio.app.nav import reviews_page
+
+    said = f"{counts.reviewed} reviewed · {counts.good} good, {counts.bad} bad" if counts.reviewed else "none reviewed"
+    st.page_link(reviews_page(), label=f"Reviews: {said}", icon=":material/rate_review:", query_params={"flow": flow})

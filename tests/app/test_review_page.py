@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from studio.app.settings import DIR_ENV
+from studio.reviews.counts import review_counts
+from studio.reviews.feedback import review
 from studio.reviews.queue import EVERY_RUN
 from studio.store import SQLiteStore
 from tests.app.review_seed import TOPICS, seed_reviews
+from tests.app.seed import FLOWS
 
 TIMEOUT = 30
 
@@ -73,3 +77,31 @@ def test_review_correct_skip_and_export(
     ]
     assert app.success[0].value == f"Wrote 2 reviewed rows of chain to {written}."
     assert list(app.dataframe[-1].value["run_id"]) == [newest, runs["snow"]]
+
+
+def _home_page() -> None:
+    from studio.app.home_page import render
+
+    render()
+
+
+def test_home_cards_count_reviews_and_link_to_the_queue(
+    reviews_db: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, runs = reviews_db
+    for path in FLOWS.glob("*.yaml"):
+        shutil.copy(path, tmp_path / path.name)
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(tmp_path))
+    store = SQLiteStore(db)
+    try:
+        review(store, runs["sun"], verdict="bad", comment="dull")
+        counts = review_counts(store, "chain")
+    finally:
+        store.close()
+    app = AppTest.from_function(_home_page, default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    links = {link.proto.label: link.proto.query_string for link in app.get("page_link")}
+    said = f"Reviews: {counts.reviewed} reviewed · {counts.good} good, {counts.bad} bad"
+    assert counts.bad >= 1 and links[said] == "flow=chain"
+    assert "Reviews: none reviewed" in links  # the failing flow: run, never reviewed
