@@ -12,11 +12,10 @@ from typing import Any
 
 import streamlit as st
 
+from studio.app import model_picker
 from studio.app.flow_tables import (
     input_rows,
     inputs_from_rows,
-    model_rows,
-    models_from_rows,
     output_rows,
     outputs_from_rows,
     references,
@@ -279,7 +278,7 @@ def _table_form(editor: Editor, name: str, rows: list[dict[str, Any]], config: d
 
 
 def _flow_forms(editor: Editor, *, expanded: bool) -> None:
-    text, number = st.column_config.TextColumn, st.column_config.NumberColumn
+    text = st.column_config.TextColumn
     with st.expander("Flow inputs", expanded=expanded):
         columns = {"name": text("name", required=True), "type": text("type", default="str"),
                    "description": text("description"), "default": text("default", help="empty: required")}  # fmt: skip
@@ -295,53 +294,7 @@ def _flow_forms(editor: Editor, *, expanded: bool) -> None:
         _table_form(editor, "outputs", current, columns,
                     lambda rows: (lambda: editor.edit_outputs(outputs_from_rows(rows))))  # fmt: skip
     with st.expander("Model aliases", expanded=expanded):
-        _model_picker(editor)
-        columns = {"alias": text("alias", required=True), "model": text("model", required=True),
-                   "temperature": number("temperature", min_value=0.0, max_value=2.0),
-                   "max_tokens": number("max_tokens", min_value=1, step=1), "api_base": text("api_base"),
-                   "api_key": text("api_key", help="the name of an environment variable, e.g. OPENAI_API_KEY")}  # fmt: skip
-        _table_form(editor, "models", model_rows(editor.flow.section("models")), columns,
-                    lambda rows: (lambda: editor.edit_section("models", models_from_rows(rows))))  # fmt: skip
-
-
-COMMON_MODELS = (
-    "local/smollm2", "scripted", "openai/gpt-4o-mini", "openai/gpt-4o", "anthropic/claude-3-5-haiku-latest",
-    "anthropic/claude-3-5-sonnet-latest", "gemini/gemini-1.5-flash", "mistral/mistral-small-latest",
-    "groq/llama-3.1-8b-instant", "ollama/llama3.2",
-)  # fmt: skip
-"""The models offered first: the embedded one, the scripted one, and common provider models litellm
-knows (any other `provider/model` is typed in)."""
-
-
-def _model_picker(editor: Editor) -> None:
-    """One alias at a time: its model chosen from a list (or typed), its parameters as typed fields;
-    Apply writes the alias (a new name adds one) through the same check as the table below."""
-    rows = model_rows(editor.flow.section("models"))
-    aliases = [str(r["alias"]) for r in rows] or ["default"]
-    alias = st.selectbox(
-        "alias", aliases, accept_new_options=True, key="model_pick_alias", help="Type a name to add one."
-    )
-    row = next((r for r in rows if r["alias"] == alias), {"alias": alias})
-    current = str(row.get("model") or "local/smollm2")
-    options = list(dict.fromkeys([current, *COMMON_MODELS]))
-    with st.form(f"model-pick-{editor.version}-{alias}", border=True):
-        model = st.selectbox("model", options, accept_new_options=True, help="provider/model, or type another")
-        left, right = st.columns(2)
-        temperature = left.number_input("temperature", 0.0, 2.0, float(row.get("temperature") or 0.0), step=0.1)
-        max_tokens = right.number_input("max_tokens", 0, 200_000, int(row.get("max_tokens") or 0), help="0: unset")
-        if not st.form_submit_button("Apply model", type="primary"):
-            return
-    wanted = {**row, "alias": alias, "model": model, "temperature": temperature, "max_tokens": max_tokens or None}
-    others = [r for r in rows if r["alias"] != alias]
-    try:
-        section = models_from_rows([*others, wanted])
-    except FlowError as err:
-        st.error(f"models: {err.message}")
-        return
-    kept = editor.flow.section("models").get(alias)  # keys the picker does not show (a script) stay
-    if isinstance(kept, dict):
-        section[alias] = {k: v for k, v in {**plain(kept), **section[alias]}.items() if v is not None}
-    _checked(editor, lambda: editor.edit_section("models", section))
+        model_picker.render(editor)
 
 
 def _refusal(editor: Editor) -> None:

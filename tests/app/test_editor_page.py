@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from studio.app.model_picker import verdict
 from studio.app.settings import DIR_ENV
+from studio.flow.spec import ModelSpec
 from tests.conftest import FIXTURES
 
 TIMEOUT = 30
@@ -145,12 +147,20 @@ def test_a_model_is_chosen_from_a_list_or_typed_with_typed_parameters(folder: Pa
     page = _open(folder)
     editor = page.session_state["editors"][str(folder / "commented.yaml")]
     page.segmented_control(key="editor_panel").set_value("Flow").run()
-    model = next(s for s in page.selectbox if s.label == "model")
-    assert {"local/smollm2", "scripted", "openai/gpt-4o-mini"} <= set(model.options)
-    model.set_value("openai/gpt-4o-mini")
+    provider = next(s for s in page.selectbox if s.label == "provider")
+    assert [o.split(" ")[0] for o in provider.options[:3]] == ["local", "scripted", "openai"]  # shown with words
+    assert "anthropic" in provider.options
+    assert next(s for s in page.selectbox if s.label == "model").options == ["scripted"]
     next(n for n in page.number_input if n.label == "temperature").set_value(0.3)
     next(b for b in page.button if b.label == "Apply model").click().run()
     assert not page.exception, page.exception
     default = dict(editor.flow.section("models")["default"])
-    assert default["model"] == "openai/gpt-4o-mini" and default["temperature"] == 0.3
+    assert default["model"] == "scripted" and default["temperature"] == 0.3
     assert default["script"] == [{"reply": "ok"}]  # what the picker does not show stays
+    assert "answered its check" in page.success[0].value
+    next(s for s in page.selectbox if s.label == "provider").set_value("local").run()
+    assert next(s for s in page.selectbox if s.label == "model").options == ["local/smollm2"]
+    refused, _ = verdict("default", ModelSpec(model="local/nosuch"), folder)  # typed: the browser test types it
+    assert refused is not None and "unknown local model 'local/nosuch'" in refused  # refused at Apply, not at Run
+    refused, _ = verdict("default", ModelSpec(model="scripted", script=[{"reply": "ok"}]), folder)
+    assert refused is None
