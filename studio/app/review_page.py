@@ -91,7 +91,7 @@ def _filters(store: Store) -> tuple[RunFilter, str, str | None]:
 
 _RULE_HELP = (
     "Which unreviewed runs wait here: failed runs, a step with low confidence, samples of a step that "
-    "disagree, a random share of the rest (any rule), or every unreviewed run."
+    "disagree, a random share of the rest (any rule), or all unreviewed runs."
 )
 
 
@@ -173,7 +173,10 @@ def _form(store: Any, item: QueueItem) -> None:
             st.markdown("**Outputs** · edit one to correct it")
             for name in names:
                 text = as_text((run.outputs or {}).get(name))
-                st.text_area(name, value=text, key=_output_key(run.run_id, name), height=_height(text))
+                st.text_area(
+                    name, value=text, key=_output_key(run.run_id, name), height=_height(text),
+                    placeholder="No output: type the one it should have given",
+                )  # fmt: skip
         note, blame = st.columns([3, 1])
         note.text_input(
             "Comment", key=f"review_comment_{run.run_id}", placeholder="Why, in words: the optimizer reads it"
@@ -233,7 +236,6 @@ def _counts(store: Any, flow: str | None, waiting: int) -> None:
 
 def render() -> None:
     """Filters, the count, the run at the head of the queue, what waits after it, and the export."""
-    st.html(ESCAPE, unsafe_allow_javascript=True)
     st.title("Reviews")
     with open_store() as opened:
         store: Any = opened  # every store implements the feedback operations
@@ -248,6 +250,7 @@ def render() -> None:
         else:
             st.info("Nothing to review here: every run the filters keep is reviewed, or none matches the rule.")
         _export(store, flow, where.version)
+    st.html(ESCAPE, unsafe_allow_javascript=True)  # last: its empty block adds no gap above the title
 
 
 def reviews_link(flow: str, counts: ReviewCounts) -> None:

@@ -41,7 +41,7 @@ def _fraction(run_id: str) -> float:
 
 ANY_RULE = "any rule"
 """The queue's default: runs that some rule puts in it."""
-EVERY_RUN = "every unreviewed run"
+EVERY_RUN = "all unreviewed"
 """No rule: every unreviewed run that the filter keeps."""
 RULES = [ANY_RULE, "failed", "low confidence", "samples disagree", "random sample", EVERY_RUN]
 """What the queue can be narrowed to: a rule's reason begins with its name."""
