@@ -10,6 +10,7 @@ import streamlit as st
 from studio.app.canvas import flow_canvas
 from studio.app.editor_run import EditorRun
 from studio.app.inspector import render_flow_settings, render_inspector
+from studio.app.nav import history_page
 from studio.app.playground import notes, render_playground, run_from_toolbar, run_key
 from studio.app.run_page import flow_files
 from studio.app.settings import settings
@@ -297,6 +298,8 @@ def _toolbar(folder: Path) -> tuple[Editor | None, EditorRun | None, str, bool]:
             _open_subflow(editor, files)
         _save_button(editor)
         _run_button(editor)
+        where = str(editor.path.relative_to(folder))
+        st.page_link(history_page(), label="History", icon=":material/history:", query_params={"flow": where})
         with st.container(width="stretch", key="editor_status"):
             current = _run_status(editor)
         view = st.segmented_control(

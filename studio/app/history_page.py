@@ -4,6 +4,7 @@ publish`, `versions`, `diff`, `tag` and `promote`, called as those commands call
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,7 +23,7 @@ from studio.editor.editor import Editor
 from studio.errors import FlowError, InputError
 from studio.flow.spec import Flow, load_flow
 from studio.store.versions import VersionRecord
-from studio.versions.history import check_tag, history, publish
+from studio.versions.history import Published, check_tag, history, publish
 from studio.versions.promote import RunsAndVersions
 from studio.versions.refs import short
 from studio.viewer.versions import (
@@ -37,9 +38,12 @@ from studio.viewer.versions import (
     working_side,
 )
 
+PICKER_PX = 260
 NEXT = "history_flow_next"
 """A flow another page asked History to open (a path of the folder)."""
 LINKED = "history_flow_linked"
+DONE = "history_done"
+"""How many publishes and tags this session made: their fields' keys change, so each starts empty."""
 
 
 @contextmanager
@@ -47,6 +51,28 @@ def open_store() -> Iterator[RunsAndVersions]:
     """The studio's store, with the version operations every store has."""
     with open_app_store() as store:
         yield cast(RunsAndVersions, store)
+
+
+def _fresh(key: str) -> str:
+    """A text field's key, new after each publish or tag (the field starts empty again)."""
+    return f"{key}_{st.session_state.get(DONE, 0)}"
+
+
+def _done() -> None:
+    st.session_state[DONE] = st.session_state.get(DONE, 0) + 1
+    st.rerun()
+
+
+def choose_version(where: Any, label: str, labels: dict[str, str], default: str, key: str) -> str:
+    """A picker of version ids shown by their labels; keeps its choice when a label changes (a new
+    tag), which a Streamlit selectbox whose labels change does not."""
+    options = list(labels)
+    kept = st.session_state.get(key, default)
+    index = options.index(kept if kept in options else default)
+    stamp = hashlib.sha1("|".join(labels.values()).encode()).hexdigest()[:8]
+    chosen = where.selectbox(label, options, index, format_func=labels.__getitem__, key=f"{key}_{stamp}")
+    st.session_state[key] = chosen
+    return str(chosen)
 
 
 def _pick(folder: Path) -> Path | None:
@@ -63,28 +89,50 @@ def _pick(folder: Path) -> Path | None:
         st.session_state["history_flow"] = next((f for f in files if str(f.relative_to(folder)) == named), None)
     if st.session_state.get("history_flow") not in files:
         st.session_state["history_flow"] = files[0]
-    path: Path = st.selectbox("Flow", files, format_func=lambda p: str(p.relative_to(folder)), key="history_flow")
+    path: Path = st.selectbox(
+        "Flow", files, format_func=lambda p: str(p.relative_to(folder)), key="history_flow", width=PICKER_PX
+    )
     st.session_state[LINKED] = st.query_params["flow"] = str(path.relative_to(folder))
     return path
 
 
-def _publish(path: Path) -> None:
-    """Tag and note; Publish stores the file as saved on disk (the same content keeps its id)."""
+def _publish(path: Path, newest: str | None) -> None:
+    """Tag and note; Publish stores the file as saved on disk (the same content keeps its id), then
+    picks it, and diffs it against the version that was newest (`newest`)."""
     with st.container(border=True, key="history_publish"):
-        st.markdown("**Publish** the file as saved on disk")
-        tag_cell, note_cell, button_cell = st.columns([1, 3, 1], vertical_alignment="bottom")
-        tag = tag_cell.text_input("Tag (optional)", key="history_publish_tag", placeholder="prod, v2…")
-        note = note_cell.text_input("Note (optional)", key="history_publish_note", placeholder="what changed")
-        if button_cell.button("Publish", type="primary", icon=":material/publish:", key="history_publish_go"):
+        open_here = _editors().get(str(path))
+        if open_here is not None and open_here.dirty:
+            st.warning("The Editor has unsaved changes to this flow: Save them there to publish them.")
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.markdown("**Publish** the file as saved on disk", width="content")
+            tag = st.text_input(
+                "Tag (optional)", key=_fresh("history_publish_tag"), placeholder="tag (optional): prod, v2…",
+                label_visibility="collapsed", width=220,
+            )  # fmt: skip
+            note = st.text_input(
+                "Note (optional)", key=_fresh("history_publish_note"), placeholder="note (optional): what changed",
+                label_visibility="collapsed",
+            )  # fmt: skip
+            publish_clicked = st.button("Publish", type="primary", icon=":material/publish:", key="history_publish_go")
+        if publish_clicked:
             try:
                 with open_store() as store:
                     done = publish(store, path, tag=tag.strip() or None, note=note.strip() or None)
             except (FlowError, InputError) as err:
                 st.error(str(err), icon=":material/error:")
                 return
-            said = "Published" if done.new else "Already published as"
-            st.toast(f"{said} {done.version.flow}@{short(done.version.version_id)}" + (f" [{tag}]" if tag else ""))
-            st.rerun()
+            _published(done, newest)
+
+
+def _published(done: Published, newest: str | None) -> None:
+    """Pick the version just published, and diff it against the one that was newest."""
+    version_id = done.version.version_id
+    st.session_state["history_version"] = st.session_state["history_diff_b"] = version_id
+    if newest is not None and newest != version_id:
+        st.session_state["history_diff_a"] = newest
+    said = "Published" if done.new else "Already published as"
+    st.toast(f"{said} {done.version.flow}@{short(version_id)}" + (f" [{done.tag}]" if done.tag else ""))
+    _done()
 
 
 def _where(rows: list[dict[str, Any]], working: str | None) -> None:
@@ -116,9 +164,8 @@ def _restore(path: Path, version: VersionRecord) -> None:
 
 
 def _tag(name: str, version: VersionRecord) -> None:
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    tag = left.text_input("Tag", key="history_tag", placeholder="prod")
-    if right.button("Set tag", icon=":material/sell:", key="history_tag_go"):
+    tag = st.text_input("Tag", key=_fresh("history_tag"), placeholder="prod", width=140)
+    if st.button("Set tag", icon=":material/sell:", key="history_tag_go"):
         try:
             check_tag(tag.strip())
         except InputError as err:
@@ -127,21 +174,22 @@ def _tag(name: str, version: VersionRecord) -> None:
         with open_store() as store:
             store.set_tag(name, tag.strip(), version.version_id)
         st.toast(f"tag {name}@{tag.strip()} → {short(version.version_id)}")
-        st.rerun()
+        _done()
 
 
 def _version_actions(path: Path, flow: Flow, rows: list[dict[str, Any]], versions: dict[str, VersionRecord]) -> None:
     """Pick a version; Restore into the editor, Tag, Promote."""
-    st.subheader("A version")
     labels = {row["version"]: version_label(row) for row in rows}
-    chosen = st.selectbox("Version", list(labels), format_func=labels.__getitem__, key="history_version")
-    version = versions[chosen]
-    restore_cell, tag_cell = st.columns([1, 2], vertical_alignment="bottom")
-    if restore_cell.button("Restore into the editor", icon=":material/restore:", key="history_restore"):
-        _restore(path, version)
-    with tag_cell:
+    with st.container(horizontal=True, vertical_alignment="bottom", key="history_actions"):
+        with st.container(width=340):
+            chosen = choose_version(st, "Version", labels, rows[0]["version"], "history_version")
+        version = versions[chosen]
+        if st.button("Restore into the editor", icon=":material/restore:", key="history_restore"):
+            _restore(path, version)
         _tag(flow.spec.name, version)
-    with st.expander("Promote: move a tag here only if a batch scores it no worse", icon=":material/upgrade:"):
+    with st.expander(
+        "Promote: move a tag to this version only if a batch scores it no worse", icon=":material/upgrade:"
+    ):
         promote_panel.form(flow, f"{flow.spec.name}@{version.version_id[:16]}")
     promote_panel.status(flow.spec.name)
 
@@ -161,10 +209,8 @@ def _diff(path: Path, rows: list[dict[str, Any]], versions: dict[str, VersionRec
     older = options[1] if len(rows) > 1 else options[0]
     newer = options[0] if len(rows) > 1 else WORKING
     left, right = st.columns(2)
-    a = left.selectbox("From", options, options.index(older), format_func=labels.__getitem__, key="history_diff_a")
-    b = right.selectbox("To", options, options.index(newer), format_func=labels.__getitem__, key="history_diff_b")
-    if a is None or b is None:
-        return
+    a = choose_version(left, "From", labels, older, "history_diff_a")
+    b = choose_version(right, "To", labels, newer, "history_diff_b")
     try:
         diff = diff_sides(_side(a, path, versions, labels), _side(b, path, versions, labels))
     except FlowError as err:
@@ -175,8 +221,9 @@ def _diff(path: Path, rows: list[dict[str, Any]], versions: dict[str, VersionRec
 
 def render() -> None:
     """Flow picker, Publish, the versions table, a version's actions, and the diff of two."""
-    st.title("History")
-    path = _pick(settings().flows_dir)
+    with st.container(horizontal=True, vertical_alignment="bottom", key="history_toolbar"):
+        st.title("History", width="content")
+        path = _pick(settings().flows_dir)
     if path is None:
         return
     try:
@@ -184,10 +231,10 @@ def render() -> None:
     except FlowError as err:
         st.error(f"{path.name} does not load: {err}", icon=":material/error:")
         return
-    _publish(path)
     with open_store() as store:
         rows = history(store, flow.spec.name)
         versions = {v.version_id: v for v in store.list_versions(flow.spec.name)}
+    _publish(path, rows[0]["version"] if rows else None)
     working = working_id(path)
     st.subheader(f"Versions of {flow.spec.name}")
     _where(rows, working)

@@ -9,7 +9,7 @@ import streamlit as st
 
 from studio.app.editor_page import EMPTY, _create, _free_name
 from studio.app.import_panel import render_import
-from studio.app.nav import editor_page, run_page, trace_page
+from studio.app.nav import editor_page, history_page, run_page, trace_page
 from studio.app.review_page import reviews_link
 from studio.app.run_page import flow_files
 from studio.app.settings import open_store, settings
@@ -80,6 +80,7 @@ def _card(card: FlowCard, folder: Path, number: int, reviews: ReviewCounts) -> N
                 _open(_create(card.path.parent, _free_name(card.path.parent), card.path))
             if card.last_run_id:
                 st.page_link(trace_page(), label="Trace", query_params={"run": card.last_run_id})
+            st.page_link(history_page(), label="History", query_params={"flow": where})
 
 
 def _cards(folder: Path, files: list[Path], first: int) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -14,8 +15,8 @@ from studio.app import launches
 from studio.app.promote_panel import promote_args, result_of
 from studio.app.settings import DIR_ENV
 from studio.store import SQLiteStore
-from studio.versions.history import publish
-from tests.versions.project import edit, make
+from tests.app.history_seed import published
+from tests.versions.project import edit
 
 TIMEOUT = 30
 
@@ -35,19 +36,12 @@ def _studio() -> None:
     st.navigation([history_page(), editor_page()]).run()
 
 
-def published(root: Path) -> tuple[Path, Path, list[str]]:
-    """The greet project under `root/flows`, published as v1, then with a new prompt as v2 (prod):
-    (flow file, database, [v1 id, v2 id])."""
-    main = make(root / "flows")
-    db = root / "flowstudio.db"
-    store = SQLiteStore(db)
-    try:
-        first = publish(store, main, tag="v1", note="first").version.version_id
-        edit(main, "Say {{ word }} politely.", "Say {{ word }} warmly.")
-        second = publish(store, main, tag="prod", note="warmer").version.version_id
-    finally:
-        store.close()
-    return main, db, [first, second]
+def _box(app: AppTest, label: str) -> Any:
+    return next(box for box in app.selectbox if box.label == label)
+
+
+def _field(app: AppTest, label: str) -> Any:
+    return next(field for field in app.text_input if field.label == label)
 
 
 @pytest.fixture
@@ -65,15 +59,16 @@ def test_versions_table_and_the_diff_naming_node_and_field(project: tuple[Path, 
     table = app.dataframe[0].value
     assert list(table["version"]) == [second[:12], first[:12]] and list(table["tags"]) == ["prod", "v1"]
     assert list(table["note"]) == ["warmer", "first"] and list(table["on disk"]) == ["yes", ""]
+    assert list(table["scores"]) == ["", "exact 0.750 ±0.33 (4)"], "the batch run on v1"
     assert any("The file on disk is version" in c.value for c in app.caption)
     codes = [c.value for c in app.code]
     assert any("-Say {{ word }} politely." in c and "+Say {{ word }} warmly." in c for c in codes)
     assert any("`say`" in m.value and "`config.prompt`" in m.value for m in app.markdown)
-    app.selectbox(key="history_diff_b").select(first).run()
+    _box(app, "To").select(first).run()
     assert any("No differences" in s.value for s in app.success)
     edit(main, "{type: str}", "{type: str, description: a word}")
     edit(main.parent / "sub" / "shout.yaml", "| upper }}!", "| upper }}!!")
-    app.selectbox(key="history_diff_b").select("working file").run()
+    _box(app, "To").select("working file").run()
     assert not app.exception, app.exception
     rest = app.code[-1].value.splitlines()
     assert "~ input word: description: None -> 'a word'" in rest and "~ file sub/shout.yaml" in rest, rest
@@ -84,21 +79,23 @@ def test_publish_and_set_tag_from_the_page(project: tuple[Path, Path, list[str]]
     main, db, (first, _) = project
     edit(main, "warmly", "kindly")
     app = AppTest.from_function(_history_page, default_timeout=TIMEOUT).run()
-    app.text_input(key="history_publish_tag").input("v3")
-    app.text_input(key="history_publish_note").input("kinder")
+    _field(app, "Tag (optional)").input("v3")
+    _field(app, "Note (optional)").input("kinder")
     app.button(key="history_publish_go").click().run()
     assert not app.exception, app.exception
     table = app.dataframe[0].value
     assert table["tags"].iloc[0] == "v3" and table["note"].iloc[0] == "kinder" and len(table) == 3
-    app.selectbox(key="history_version").select(first).run()
-    app.text_input(key="history_tag").input("prod").run()
+    _box(app, "Version").select(first).run()
+    _field(app, "Tag").input("prod").run()
     app.button(key="history_tag_go").click().run()
     store = SQLiteStore(db)
     try:
         assert {t.tag: t.version_id for t in store.list_tags("greet")}["prod"] == first, "prod rolled back to v1"
     finally:
         store.close()
-    app.text_input(key="history_tag").input("1bad").run()
+    assert _box(app, "Version").value == first, "the picked version stays picked under its new label"
+    assert _field(app, "Tag").value == "" and _field(app, "Tag (optional)").value == "", "the fields start empty again"
+    _field(app, "Tag").input("1bad").run()
     app.button(key="history_tag_go").click().run()
     assert any("tag '1bad'" in e.value for e in app.error)
 
@@ -107,7 +104,7 @@ def test_restore_puts_the_version_into_the_editor_unsaved(project: tuple[Path, P
     main, _, (first, _) = project
     app = AppTest.from_function(_studio, default_timeout=TIMEOUT).run()
     assert not app.exception, app.exception
-    app.selectbox(key="history_version").select(first).run()
+    _box(app, "Version").select(first).run()
     app.button(key="history_restore").click().run()
     assert not app.exception, app.exception
     assert app.selectbox(key="editor_flow").value == main, "the Editor opened the flow"
