@@ -14,6 +14,8 @@ from studio.reviews.counts import review_counts
 from studio.reviews.feedback import review
 from studio.reviews.queue import EVERY_RUN
 from studio.store import SQLiteStore
+from studio.store.base import RunRecord
+from studio.store.versions import VersionRecord
 from tests.app.review_seed import TOPICS, seed_reviews
 from tests.app.seed import FLOWS
 
@@ -105,3 +107,33 @@ def test_home_cards_count_reviews_and_link_to_the_queue(
     said = f"Reviews: {counts.reviewed} reviewed · {counts.good} good, {counts.bad} bad"
     assert counts.bad >= 1 and links[said] == "flow=chain"
     assert "Reviews: none reviewed" in links  # the failing flow: run, never reviewed
+
+
+def test_the_version_filter_keeps_the_runs_of_one_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "versions.db"
+    store = SQLiteStore(db)
+    try:
+        for version, tag in (("a" * 64, "prod"), ("b" * 64, None)):
+            store.put_version(VersionRecord(version, "chain", "chain.yaml", {}), {})
+            if tag:
+                store.set_tag("chain", tag, version)
+            for n in range(2):
+                run_id = f"{version[:4]}{n}"
+                store.create_run(RunRecord(run_id, "chain", None, "h", {"topic": run_id}, version=version))
+                store.finish_run(run_id, status="succeeded", outputs={"headline": "H", "draft": "d"}, error=None)
+    finally:
+        store.close()
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(db))
+    monkeypatch.setenv(DIR_ENV, str(tmp_path))
+    app = AppTest.from_function(_review_page, default_timeout=TIMEOUT)
+    app.query_params["flow"] = "chain"
+    app.run()
+    app.selectbox(key="review_rule").select(EVERY_RUN).run()
+    assert _caption(app, "to review").startswith("4 runs to review")
+    versions = app.selectbox(key="review_version")
+    assert versions.options[1].startswith("bbbbbbbbbbbb · ")  # newest first, tags named
+    assert versions.options[2].startswith("aaaaaaaaaaaa · prod · ")
+    versions.select("a" * 64).run()
+    assert not app.exception, app.exception
+    assert _caption(app, "to review").startswith("2 runs to review")
+    assert "aaaa" in app.markdown[0].value
