@@ -63,6 +63,17 @@ def test_versions_diff_tag_publish_and_restore(browser: Any, tmp_path: Path) -> 
             expect(page.get_by_text("+Say {{ word }} kindly.")).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text("The file on disk is version")).to_be_visible()
 
+            page.get_by_text("Promote: move a tag").click()
+            choose(page, "Dataset", "words.jsonl")
+            choose(page, "expected loud", "want")
+            _shot(page, "1440-promote-form")
+            page.get_by_role("button", name="Promote", exact=True).click()
+            expect(page.get_by_text("Promoted: prod →")).to_be_visible(timeout=90_000)
+            expect(page.get_by_text("0.750 is not worse than 0.750")).to_be_visible()
+            page.get_by_text("Promoted: prod →").scroll_into_view_if_needed()
+            _shot(page, "1440-promoted")
+            _picked(page, "Version", "[prod, v3] · kinder")
+
             choose(page, "Version", f"{first[:12]} [v1] · first")
             page.get_by_role("button", name="Restore into the editor").click()
             expect(page.get_by_role("heading", name="Editor")).to_be_visible(timeout=WAIT_MS)
