@@ -30,6 +30,7 @@ from studio.viewer.versions import (
     WORKING,
     Side,
     diff_sides,
+    other_files_changed,
     table_rows,
     version_label,
     version_side,
@@ -187,6 +188,12 @@ def _version_actions(path: Path, flow: Flow, rows: list[dict[str, Any]], version
         if st.button("Restore into the editor", icon=":material/restore:", key="history_restore"):
             _restore(path, version)
         _tag(flow.spec.name, version)
+    others = other_files_changed(path, version)
+    if others:
+        st.caption(
+            "Restore brings back the flow file only; the version's other files differ from the folder's: "
+            + ", ".join(others) + f". `{flow.spec.name}@{short(chosen)}` runs the version with all of them."
+        )  # fmt: skip
     with st.expander(
         "Promote: move a tag to this version only if a batch scores it no worse", icon=":material/upgrade:"
     ):

@@ -101,3 +101,14 @@ def version_text(store: VersionStore, version: VersionRecord) -> str:
     if data is None:
         raise LookupError(f"the store lacks {version.entry} of version {short(version.version_id)}")
     return data.decode("utf-8")
+
+
+def other_files_changed(path: Path, version: VersionRecord) -> list[str]:
+    """The files besides the flow file (sub-flows, scripts, documents) whose content in `version`
+    differs from the working copy's (or that one side lacks)."""
+    try:
+        working = take(path)
+    except (FlowError, OSError, UnicodeDecodeError):
+        return []
+    files = diff_files(version.files, working.digests)
+    return sorted({p for paths in files.values() for p in paths} - {version.entry, working.entry})

@@ -68,6 +68,8 @@ def test_versions_table_and_the_diff_naming_node_and_field(project: tuple[Path, 
     assert any("No differences" in s.value for s in app.success)
     edit(main, "{type: str}", "{type: str, description: a word}")
     edit(main.parent / "sub" / "shout.yaml", "| upper }}!", "| upper }}!!")
+    app.run()
+    assert any("the flow file only" in c.value and "sub/shout.yaml" in c.value for c in app.caption)
     _box(app, "To").select("working file").run()
     assert not app.exception, app.exception
     rest = app.code[-1].value.splitlines()
