@@ -128,9 +128,9 @@ def _publish(path: Path, newest: str | None) -> None:
 def _published(done: Published, newest: str | None) -> None:
     """Pick the version just published, and diff it against the one that was newest."""
     version_id = done.version.version_id
-    st.session_state["history_version"] = st.session_state["history_diff_b"] = version_id
+    st.session_state["history_version"] = version_id
     if newest is not None and newest != version_id:
-        st.session_state["history_diff_a"] = newest
+        st.session_state["history_diff_a"], st.session_state["history_diff_b"] = newest, version_id
     said = "Published" if done.new else "Already published as"
     st.toast(f"{said} {done.version.flow}@{short(version_id)}" + (f" [{done.tag}]" if done.tag else ""))
     _done()

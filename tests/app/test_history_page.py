@@ -16,7 +16,7 @@ from studio.app.promote_panel import promote_args, result_of
 from studio.app.settings import DIR_ENV
 from studio.store import SQLiteStore
 from tests.app.history_seed import published
-from tests.versions.project import edit
+from tests.versions.project import edit, make
 
 TIMEOUT = 30
 
@@ -142,3 +142,16 @@ def test_a_promotion_started_as_the_page_starts_it_moves_the_tag(tmp_path: Path)
         assert {t.tag: t.version_id for t in store.list_tags("greet")}["stable"] == first
     finally:
         store.close()
+
+
+def test_a_flow_never_published_offers_publish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    main = make(tmp_path / "flows")
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "flowstudio.db"))
+    monkeypatch.setenv(DIR_ENV, str(main.parent))
+    app = AppTest.from_function(_history_page, default_timeout=TIMEOUT).run()
+    assert not app.exception, app.exception
+    assert any("No published version yet" in i.value for i in app.info) and not app.dataframe
+    app.button(key="history_publish_go").click().run()
+    assert len(app.dataframe[0].value) == 1 and any("The file on disk is version" in c.value for c in app.caption)
+    assert _box(app, "From").value == _box(app, "Version").value and _box(app, "To").value == "working file"
+    assert any("No differences" in s.value for s in app.success)
