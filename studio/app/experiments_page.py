@@ -7,15 +7,15 @@ refreshes itself every second.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from studio.app import batch_compare_panel, launch_forms, launches, optimize_panel
-from studio.app.nav import trace_link
+from studio.app import batch_compare_panel, blame_panel, launch_forms, launches, optimize_panel
 from studio.app.settings import open_store, settings
-from studio.app.widgets import RUN_IN_LINK, ident, runs_table
-from studio.evaluate.blame import blame_of_experiment, culprit_rows
+from studio.app.widgets import ident, runs_table
+from studio.evaluate.blame import blame_of_experiment
 from studio.store.base import ExperimentRecord, RunFilter, Store
 from studio.viewer import experiment_rows
 from studio.viewer.results import cards, example_table
@@ -94,12 +94,14 @@ def _body(was_busy: bool) -> None:
     busy = state in ("starting", "running") or any(s in ("starting", "running") for s in states.values())
     if was_busy and not busy:
         st.rerun()  # the last one finished: a full rerun drops the refresh timer
+    blaming = blamed is not None and blamed.get("status") == "running"
+    if blaming and not launches.alive(blamed.get("pid")):  # type: ignore[union-attr]
+        blamed, blaming = None, False  # a blame that died on the way: offer it again
     if experiment.kind == "optimize":
         if state == "finished":
             optimize_panel.render(experiment.summary or {}, experiment.flow)
     elif experiment.kind == "blame":  # no examples of its own: a batch's score cards would read "0 of 0"
-        target = experiment.config.get("target")
-        st.caption(f"The culprits of the wrong answers of batch {target}." if target else "The culprits found.")
+        blame_panel.header(experiment, finished=state == "finished")
     else:
         _cards(experiment, runs)
         if state == "finished":
@@ -109,23 +111,20 @@ def _body(was_busy: bool) -> None:
         config, summary = st.columns(2)
         config.json(experiment.config, expanded=1)
         summary.json(experiment.summary or {}, expanded=1)
-    if blamed and blamed.get("runs"):
-        st.markdown("**Likely culprits** (`flowstudio blame`: counterfactual re-runs of each failing example)")
-        _culprits(blamed)
+    if blaming and experiment.kind == "batch":
+        blame_panel.running(blamed or {})
+    elif blamed and not blaming:
+        blame_panel.culprits(blamed)
+        blame_panel.more_budget(blamed, experiment.config.get("target") or chosen)
     elif blamed is None and experiment.kind == "batch" and state == "finished":
         _blame_offer(experiment, blaming=any(launch.flow == chosen and s == "starting" for launch, s in pending))
+    if experiment.kind == "blame":
+        return
     more = f", first {EXAMPLES}" if total > EXAMPLES else ""
     st.markdown(f"**Examples** ({total} run{'s' if total != 1 else ''}{more}; failures first)")
     score = st.column_config.NumberColumn("score", format="%.3f")
     runs_table(example_table(experiment, runs), "examples_table", score=score)
 
-
-CULPRITS_MEAN = (
-    "**blame**: of the re-runs of the culprit with another version (resampled, other demos, a variant), how many "
-    "turned the answer right; **interval**: the range that rate is likely in (few re-runs: wide); **flipped by**: "
-    "each kind of re-run, right answers of tries (its model calls); **calls**: model calls this example's blame spent."
-)
-"""What the culprits table's numbers mean, under it."""
 
 _COLUMNS = ["experiment", "state", "kind", "flow", "summary", "created"]
 
@@ -146,17 +145,6 @@ def _blame_offer(experiment: ExperimentRecord, *, blaming: bool) -> None:
     if st.button("Find the culprits", key="start_blame"):
         launches.start(settings().db, "blame", experiment.experiment_id, [], cwd=settings().flows_dir)
         st.rerun()
-
-
-def _culprits(blamed: dict[str, Any]) -> None:
-    """The blamed runs, each linking to its trace opened on the likely culprit."""
-    culprits = {run["run_id"]: run["culprit"] for run in blamed["runs"].values()}
-    rows = culprit_rows(blamed)
-    for row in rows:
-        row["run"] = trace_link(row["run"], culprits.get(row["run"]))
-    run = st.column_config.LinkColumn("run", display_text=RUN_IN_LINK, help="Open the trace on the likely culprit")
-    st.dataframe(rows, hide_index=True, key="blame_table", column_config={"run": run})
-    st.caption(CULPRITS_MEAN)
 
 
 def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:
@@ -189,6 +177,8 @@ def _progress_text(experiment: ExperimentRecord, *, eta: bool = True) -> str:
             parts.append(f"{p['calls']} of {p.get('budget_calls', '?')} calls")
         if "best_dev" in p:
             parts.append(f"best {p['best_dev']:.3f}")
+    elif experiment.kind == "blame":
+        return blame_panel.progress_text(p)
     else:
         if "done" in p:
             parts.append(f"{p['done']} of {p.get('total', '?')} examples")
@@ -202,6 +192,8 @@ def _progress_text(experiment: ExperimentRecord, *, eta: bool = True) -> str:
 def _summary_text(experiment: ExperimentRecord) -> str:
     """A finished experiment in a few words (the full summary is under "Config and summary")."""
     s = experiment.summary or {}
+    if experiment.kind == "blame":
+        return blame_panel.summary_text(s)
     parts = []
     if isinstance(s.get("score"), int | float):
         parts.append(f"score {s['score']:.3f}")
@@ -226,7 +218,8 @@ def _header(store: Store, experiment: ExperimentRecord, state: str, launch: laun
     if state in ("starting", "running"):
         p = launches.progress(experiment)
         done, total = p.get("done", 0), p.get("total") or 0
-        st.progress(min(1.0, done / total) if total else 0.0, text=_progress_text(experiment))
+        share = blame_panel.fraction(p) if experiment.kind == "blame" else min(1.0, done / total) if total else 0.0
+        st.progress(share, text=_progress_text(experiment))
         if st.button("Stop", key="stop_experiment", help="Stop its process; finished examples stay recorded"):
             launches.cancel(store, experiment, launch)
             st.rerun()
@@ -252,6 +245,27 @@ def _pending(pending: list[tuple[launches.Launch, launches.State]]) -> None:
             st.info(f"Finding the culprits of {launch.flow}'s wrong answers (process {launch.pid})…")
         elif state == "starting":
             st.info(f"Starting {launch.kind} of {launch.flow} (process {launch.pid})…")
+        elif launches.budget_refusal(launch) is not None:
+            _budget_refused(launch, *launches.budget_refusal(launch))  # type: ignore[misc]
         else:
             with st.expander(f":red[{launch.kind} of {launch.flow} did not start] · {launch.started_at[:19]}"):
                 st.code(launches.log_tail(launch) or "(no output)", language=None)
+
+
+def _budget_refused(launch: launches.Launch, given: int, needed: int) -> None:
+    """A search refused for its budget, in words, with a button that starts it again with enough."""
+    st.error(
+        f"The search of {Path(launch.flow).name} did not start: a budget of {given} model "
+        f"call{'s' if given != 1 else ''} is too small "
+        f"to try even one candidate. It needs about **{needed} calls**: the flow on every dev example, then one "
+        "candidate on all of them.",
+        icon=":material/block:",
+    )
+    if st.button(f"Start it with {needed} calls", key=f"rebudget_{launch.token}", type="primary"):
+        db = settings().db
+        args = launches.with_budget(launches.args_of(launch), needed)
+        record = launches.start(db, launch.kind, launch.flow, args, cwd=settings().flows_dir)
+        launches.forget(db, launch)
+        st.query_params.pop("experiment", None)
+        st.query_params["launch"] = record.token
+        st.rerun()

@@ -7,6 +7,7 @@ column mapping, the metric and the limits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,13 @@ from studio.app.settings import settings
 from studio.errors import FlowError
 from studio.evaluate.datasets import read_rows
 from studio.flow.spec import Flow, load_flow
+from studio.models import catalogue
 
 METRICS = ["exact", "contains", "f1", "regex", "json_match", "llm_judge"]
 NONE = "(none)"
 UPLOAD = "upload a file…"
+AS_IN_FLOW = ""
+"""The model override that keeps the flow's own model."""
 DATA_SUFFIXES = (".jsonl", ".csv")
 
 
@@ -120,6 +124,31 @@ def mapping_args(flow: Flow, columns: list[str], key: str) -> list[str]:
     return args
 
 
+def model_overrides(flow: Flow, key: str) -> list[str]:
+    """For each model alias of the flow, the model to run it on instead (as `--model ALIAS=MODEL`);
+    the flow's own by default, another picked from the common ones or typed."""
+    args: list[str] = []
+    aliases = flow.spec.models
+    if not aliases:
+        return args
+    offered = [m for p in catalogue.providers()[:8] for m in catalogue.models_of(p)[:4]]
+    columns = st.columns(min(3, len(aliases)))
+    for index, (alias, spec) in enumerate(aliases.items()):
+        options = [AS_IN_FLOW, *[m for m in offered if m != spec.model]]
+        chosen = columns[index % len(columns)].selectbox(
+            f"Model for `{alias}`", options, key=f"{key}_model_{alias}", accept_new_options=True,
+            format_func=_shown_model(spec.model),
+            help="Run the batch on another model without editing the flow (`--model ALIAS=MODEL`); type any other.",
+        )  # fmt: skip
+        if chosen and chosen != AS_IN_FLOW:
+            args += ["--model", f"{alias}={str(chosen).strip()}"]
+    return args
+
+
+def _shown_model(own: str) -> Callable[[str], str]:
+    return lambda model: f"as in the flow: {own}" if model == AS_IN_FLOW else model
+
+
 def _dataset(
     label: str, key: str, files: list[Path], folder: Path, *, optional: bool = False, default: Path | None = None
 ) -> Path | None:
@@ -183,12 +212,18 @@ def batch_form() -> None:
         st.caption("Pick a dataset or upload one.")
         return
     args = ["--data", str(data), *mapping_args(flow, columns_of(data), "batch")]
-    left, right = st.columns(2)
+    left, middle, right = st.columns(3)
     metric = left.selectbox("Metric", [*METRICS, NONE], key="batch_metric")
-    concurrency = right.number_input("Concurrency", min_value=1, max_value=64, value=4, key="batch_concurrency")
+    concurrency = middle.number_input("Concurrency", min_value=1, max_value=64, value=4, key="batch_concurrency")
+    limit = right.number_input(
+        "Limit (first N examples)", min_value=0, value=0, key="batch_limit", help="0: every example of the dataset."
+    )
     if metric != NONE:
         args += ["--metric", metric]
     args += ["--concurrency", str(int(concurrency))]
+    if limit:
+        args += ["--limit", str(int(limit))]
+    args += model_overrides(flow, "batch")
     if st.button("Start batch", type="primary", key="start_batch"):
         _started(launches.start(settings().db, "batch", str(path), args, cwd=folder))
 

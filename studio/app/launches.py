@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +28,8 @@ State = Literal["starting", "running", "finished", "stopped", "failed", "unfinis
 LOG_TAIL = 2000
 STOP_WAIT_S = 3.0
 """How long Stop waits for the process to end before it records the runs it left unfinished."""
+BUDGET_REFUSED = re.compile(r"a budget of (\d+) calls is too small.*?give --budget-calls (\d+) or more", re.S)
+"""How `flowstudio optimize` refuses a budget that cannot try one candidate (studio.optimize.options)."""
 STOPPED_ERROR = "stopped from the studio before it finished"
 """The error a run in flight when its batch was stopped ends with (status `cancelled`)."""
 
@@ -74,6 +77,34 @@ def start(db: Path | str, kind: str, flow: str, args: list[str], *, cwd: Path | 
     record = Launch(token=token, kind=kind, flow=flow, pid=process.pid, argv=argv, log=str(log))
     (folder / f"{token}.json").write_text(json.dumps(asdict(record)), encoding="utf-8")
     return record
+
+
+def args_of(launch: Launch) -> list[str]:
+    """The arguments `start` was given (the command line without its program, kind, flow and store)."""
+    return launch.argv[5:-3] if len(launch.argv) >= 8 else []
+
+
+def with_budget(args: list[str], calls: int) -> list[str]:
+    """`args` with `--budget-calls` set to `calls`."""
+    if "--budget-calls" in args:
+        at = args.index("--budget-calls") + 1
+        return [*args[:at], str(calls), *args[at + 1 :]]
+    return [*args, "--budget-calls", str(calls)]
+
+
+def budget_refusal(launch: Launch) -> tuple[int, int] | None:
+    """(the budget given, the calls needed) when the launch was refused because its budget cannot try
+    even one candidate; None otherwise."""
+    found = BUDGET_REFUSED.search(log_tail(launch))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def forget(db: Path | str, launch: Launch) -> None:
+    """Remove a launch's record and log (one replaced by a new start)."""
+    folder = launch_dir(db)
+    for path in (folder / f"{launch.token}.json", Path(launch.log)):
+        if path.parent == folder:
+            path.unlink(missing_ok=True)
 
 
 def launches(db: Path | str) -> list[Launch]:

@@ -58,6 +58,7 @@ def blame(
     """
     from studio.evaluate import blame as lib
     from studio.evaluate.counterfactuals import parse_kinds
+    from studio.evaluate.live import LiveSummary
 
     try:
         kinds = parse_kinds(counterfactuals)
@@ -73,16 +74,25 @@ def blame(
                 raise click.BadParameter("--example needs an EXPERIMENT, not a run", param_hint="--example")
             failing = lib.failing_of_run(store, target, expect=pairs(expect, "--expect", True), metric_name=metric)
         options = lib.BlameOptions(samples=samples, budget_calls=budget_calls, counterfactuals=kinds)
-        blames = asyncio.run(lib.blame_all(store, failing, options))
         flow = failing[0].record.flow if failing else ""
-        saved = lib.save(store, blames, flow=flow, target=target, options=options)
+        saved = lib.create(store, flow=flow, target=target, options=options)
+        live = LiveSummary(store, saved)
+
+        def progress(done: int, calls: int, *, force: bool = False) -> None:
+            live.update(force=force, done=done, total=len(failing), calls=calls, budget_calls=budget_calls)
+
+        progress(0, 0, force=True)  # the studio shows it running from the start
+
+        blames = asyncio.run(lib.blame_all(store, failing, options, progress))
+        lib.finish(store, saved, blames, target=target, failing=len(failing), budget_calls=budget_calls)
     finally:
         store.close()
-    result = {"blame_id": saved, **lib.summary(blames, target)}
-    if len(blames) < len(failing):
+    result = {"blame_id": saved, **lib.summary(blames, target), "failing_found": len(failing)}
+    needed = lib.calls_needed(result, budget_calls)
+    if needed is not None:
         click.echo(
             f"note: --budget-calls {budget_calls} reached {len(blames)} of the {len(failing)} failing examples; "
-            "give more calls to blame the rest",
+            f"give --budget-calls {needed} or so to blame them all",
             err=True,
         )
     if as_json:

@@ -37,6 +37,8 @@ DEFAULT_BUDGET_CALLS = 200
 TEMPERATURE = 0.9
 Score = Callable[[dict[str, Any]], Awaitable[float]]
 """The final metric of a run's outputs, in [0, 1]; 1 is correct."""
+Progress = Callable[[int, int], None]
+"""Told (failing runs blamed so far, model calls spent so far) after each counterfactual re-run."""
 
 
 @dataclass
@@ -275,9 +277,11 @@ async def blame_run(
     *,
     plan: Plan | None = None,
     good_runs: list[str] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> RunBlame:
     """Blame each candidate node of one run (whose score is below 1) by counterfactual re-runs;
-    `good_runs` (runs of other examples that scored 1) give demos to nodes that have none."""
+    `good_runs` (runs of other examples that scored 1) give demos to nodes that have none;
+    `progress` is told the calls spent after each counterfactual."""
     options = options or BlameOptions()
     plan = plan or run_plan(store, record)
     base = await score(record.outputs or {}) if record.status == "succeeded" else 0.0
@@ -301,12 +305,12 @@ async def blame_run(
     seed = 0
     while seed < options.samples * (1 if any(n.flips for n in nodes) or seed < options.samples else 2):
         seed += 1  # every node in turn; twice as many rounds when nothing flipped yet
-        if not await _sample(store, plan, record, score, options, blame, nodes, seed):
+        if not await _sample(store, plan, record, score, options, blame, nodes, seed, progress):
             return _ranked(blame, plan)
     extra = 0
     while extra < options.samples * 2 and _undecided(_ranked(blame, plan).nodes):
         extra += 1  # the two most blamed overlap: sample just those until they separate
-        if not await _sample(store, plan, record, score, options, blame, blame.nodes[:2], seed + extra):
+        if not await _sample(store, plan, record, score, options, blame, blame.nodes[:2], seed + extra, progress):
             break
     return _ranked(blame, plan)
 
@@ -320,6 +324,7 @@ async def _sample(
     blame: RunBlame,
     nodes: list[NodeBlame],
     seed: int,
+    progress: Callable[[int], None] | None = None,
 ) -> bool:
     """One counterfactual of each kind of each of `nodes` (a re-sample, the next demos or variant
     config while any is left); False once the budget is spent."""
@@ -328,7 +333,7 @@ async def _sample(
             if blame.calls >= options.budget_calls:
                 return False
             outputs, calls = await counterfactual(store, plan, record, node.node, seed, options.temperature)
-            await _count(blame, node, RESAMPLE, outputs, calls, score)
+            await _count(blame, node, RESAMPLE, outputs, calls, score, progress)
         if node.pending:
             if blame.calls >= options.budget_calls:
                 return False
@@ -339,16 +344,24 @@ async def _sample(
             except (FlowError, NodeError):
                 continue  # the node does not accept this config: no counterfactual
             outputs, calls = await counterfactual(store, changed, record, node.node, seed, resample=False)
-            await _count(blame, node, alternative.kind, outputs, calls, score)
+            await _count(blame, node, alternative.kind, outputs, calls, score, progress)
     return blame.calls < options.budget_calls
 
 
 async def _count(
-    blame: RunBlame, node: NodeBlame, kind: str, outputs: dict[str, Any] | None, calls: int, score: Score
+    blame: RunBlame,
+    node: NodeBlame,
+    kind: str,
+    outputs: dict[str, Any] | None,
+    calls: int,
+    score: Score,
+    progress: Callable[[int], None] | None = None,
 ) -> None:
     flipped = outputs is not None and await score(outputs) >= 1
     node.count(kind, flipped, calls)
     blame.calls += calls
+    if progress is not None:
+        progress(blame.calls)
 
 
 def _undecided(nodes: list[NodeBlame]) -> bool:
@@ -367,6 +380,13 @@ def _ranked(blame: RunBlame, plan: Plan) -> RunBlame:
 def save(store: Store, blames: list[RunBlame], *, flow: str, target: str, options: BlameOptions) -> str:
     """Record a blame as an experiment of kind `blame` (summary: per-run blame, node totals);
     returns its id."""
+    experiment_id = create(store, flow=flow, target=target, options=options)
+    finish(store, experiment_id, blames, target=target, failing=len(blames), budget_calls=options.budget_calls)
+    return experiment_id
+
+
+def create(store: Store, *, flow: str, target: str, options: BlameOptions) -> str:
+    """The blame's experiment, made before it starts (so a studio launch can show its progress)."""
     experiment_id = new_id()
     config = {
         "target": target,
@@ -375,8 +395,26 @@ def save(store: Store, blames: list[RunBlame], *, flow: str, target: str, option
         "counterfactuals": list(options.counterfactuals),
     }
     store.create_experiment(ExperimentRecord(experiment_id=experiment_id, kind=KIND, flow=flow, config=config))
-    store.finish_experiment(experiment_id, tagged(summary(blames, target)))  # tied to its studio launch, if any
     return experiment_id
+
+
+def finish(
+    store: Store, experiment_id: str, blames: list[RunBlame], *, target: str, failing: int, budget_calls: int
+) -> None:
+    """Store the blame's outcome; `failing`: the failing runs there were (the budget may have reached fewer)."""
+    result = summary(blames, target) | {"failing_found": failing, "budget_calls": budget_calls}
+    store.finish_experiment(experiment_id, tagged(result))  # tied to its studio launch, if any
+
+
+def calls_needed(summary: dict[str, Any], budget_calls: int | None = None) -> int | None:
+    """About how many calls would blame every failing run, when the budget reached fewer (else None):
+    the calls a blamed run took on average, times the failing runs, rounded up to tens."""
+    found, blamed = int(summary.get("failing_found") or 0), int(summary.get("failing") or 0)
+    budget_calls = budget_calls or int(summary.get("budget_calls") or 0)
+    if found <= blamed or not budget_calls:
+        return None
+    each = max(int(summary.get("calls") or 0), budget_calls) / max(blamed, 1)
+    return max(budget_calls + 10, math.ceil(each * found / 10) * 10)
 
 
 def summary(blames: list[RunBlame], target: str) -> dict[str, Any]:
@@ -481,9 +519,12 @@ def _scorer(metric: Any, row: dict[str, Any]) -> Score:
     return score
 
 
-async def blame_all(store: Store, failing: list[Failing], options: BlameOptions | None = None) -> list[RunBlame]:
+async def blame_all(
+    store: Store, failing: list[Failing], options: BlameOptions | None = None, progress: Progress | None = None
+) -> list[RunBlame]:
     """Blame each failing run in turn, within one call budget for them all (`options.budget_calls`):
-    each run gets an even share of what is left, and the runs no share reaches are not blamed."""
+    each run gets an even share of what is left, and the runs no share reaches are not blamed;
+    `progress` hears how far it got after each counterfactual."""
     options = options or BlameOptions()
     blames: list[RunBlame] = []
     plans: dict[str, Plan] = {}
@@ -496,10 +537,15 @@ async def blame_all(store: Store, failing: list[Failing], options: BlameOptions 
         if key not in plans:
             plans[key] = run_plan(store, item.record)
         own = replace(options, budget_calls=share)
-        blame = await blame_run(store, item.record, item.score, own, plan=plans[key], good_runs=item.good_runs)
+        told = None if progress is None else (lambda calls, done=index, before=spent: progress(done, before + calls))
+        blame = await blame_run(
+            store, item.record, item.score, own, plan=plans[key], good_runs=item.good_runs, progress=told
+        )
         blame.example = item.example
         blames.append(blame)
         spent += blame.calls
+        if progress is not None:
+            progress(index + 1, spent)
     return blames
 
 

@@ -135,6 +135,40 @@ def test_a_blame_shows_its_culprits_with_their_meaning_and_no_batch_cards(
     monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "flowstudio.db"))
     monkeypatch.setenv(DIR_ENV, str(tmp_path))
     app = _page(experiment="blame1")
-    assert not app.metric, [m.label for m in app.metric]  # no Score, no "0 of 0 examples"
-    assert any("culprits of the wrong answers of batch batch0" in c.value for c in app.caption)
+    metrics = {m.label: m.value for m in app.metric}  # what a blame has, not Score nor "0 of 0 examples"
+    assert metrics == {
+        "Failing examples blamed": "1 of 1", "Culprits named": "1 of 1", "Most often to blame": "none",
+        "Model calls": "0",
+    }  # fmt: skip
+    assert any("culprits of the wrong answers of batch [`batch0`]" in m.value for m in app.markdown)
+    assert not [m for m in app.markdown if m.value.startswith("**Examples**")]
+    table = next(t for t in app.dataframe if "culprit" in t.value.columns)
+    assert table.value["blame"].iloc[0] == "2/3"
     assert any(c.value.startswith("**blame**: of the re-runs") for c in app.caption)  # what the numbers mean
+
+
+def test_a_blame_its_budget_cut_short_offers_the_budget_that_reaches_every_failing_example(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from studio.app import launches
+
+    store = SQLiteStore(tmp_path / "flowstudio.db")
+    node = {"node": "answer", "flips": 1, "samples": 4, "calls": 4, "low": 0.05, "high": 0.7, "best": None}
+    run = {"example": 0, "run_id": "r1", "culprit": "answer", "nodes": [node], "calls": 10}
+    summary = {"runs": {"r1": run}, "failing": 1, "failing_found": 4, "calls": 10, "budget_calls": 10}
+    try:
+        store.create_experiment(ExperimentRecord("blame2", "blame", "qa", config={"target": "batch0"}))
+        store.finish_experiment("blame2", summary | {"culprits": {"answer": 1}})
+    finally:
+        store.close()
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "flowstudio.db"))
+    monkeypatch.setenv(DIR_ENV, str(tmp_path))
+    started: list[list[str]] = []
+    monkeypatch.setattr(launches, "start", lambda db, kind, flow, args, cwd=None: started.append([kind, flow, *args]))
+    app = _page(experiment="blame2")
+    (warning,) = [w.value for w in app.warning]
+    assert warning.startswith("The budget of 10 model calls reached 1 of the 4 failing examples")
+    assert "needs about **40 calls**" in warning and "--budget-calls" not in warning
+    assert {m.label: m.value for m in app.metric}["Failing examples blamed"] == "1 of 4"
+    app.button(key="blame_more_budget").click().run()
+    assert started == [["blame", "batch0", "--budget-calls", "40"]]

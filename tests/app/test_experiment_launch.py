@@ -204,7 +204,9 @@ def test_the_page_starts_a_batch_and_shows_its_results(tmp_path: Path, monkeypat
     assert not [b for b in app.button if b.key == "start_blame"], "no second start while it runs (or once done)"
     blaming = next(launch for launch in launches.launches(db) if launch.kind == "blame")
     assert blaming.argv[3:] == ["blame", finished.experiment_id, "--json", "--db", str(db)]
-    blamed = wait_for(db, lambda e: e.kind == "blame" and e.summary is not None)
+    blamed = wait_for(
+        db, lambda e: e.kind == "blame" and e.summary is not None and e.summary.get("status") != "running"
+    )
     assert (blamed.config["target"], blamed.summary["launch"]) == (finished.experiment_id, blaming.token)  # type: ignore[index]
     app.run()
     assert not app.exception, app.exception

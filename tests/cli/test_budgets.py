@@ -47,6 +47,9 @@ def test_blame_budget_is_for_the_whole_blame_and_ids_may_be_short(cli: CLI, tmp_
     blame = cli("blame", experiment[:6], "--budget-calls", "12", "--samples", "1", "--json")
     assert blame.code == 0, blame.err
     assert blame.json()["calls"] <= 12 + 2  # the last counterfactual may cross it by its own calls
+    reached = blame.json()
+    if reached["failing"] < reached["failing_found"]:  # the note names a budget that reaches them all
+        assert re.search(r"give --budget-calls \d+ or so to blame them all", blame.err), blame.err
     run_id = cli("runs", "--json").json()[-1]["run_id"]
     one = cli("blame", run_id[:7], "--budget-calls", "6", "--samples", "1", "--json")
     assert one.code == 0, one.err
