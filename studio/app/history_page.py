@@ -210,7 +210,7 @@ def _side(choice: str, path: Path, versions: dict[str, VersionRecord], labels: d
 
 def _diff(path: Path, rows: list[dict[str, Any]], versions: dict[str, VersionRecord]) -> None:
     """Two pickers (a version or the working file); the semantic diff between them."""
-    st.subheader("Diff")
+    st.subheader("Diff", anchor=False)
     labels = {row["version"]: version_label(row) for row in rows} | {WORKING: WORKING}
     options = list(labels)
     older = options[1] if len(rows) > 1 else options[0]
@@ -229,7 +229,7 @@ def _diff(path: Path, rows: list[dict[str, Any]], versions: dict[str, VersionRec
 def render() -> None:
     """Flow picker, Publish, the versions table, a version's actions, and the diff of two."""
     with st.container(horizontal=True, vertical_alignment="bottom", key="history_toolbar"):
-        st.title("History", width="content")
+        st.title("History", anchor=False, width="content")
         path = _pick(settings().flows_dir)
     if path is None:
         return
@@ -243,7 +243,7 @@ def render() -> None:
         versions = {v.version_id: v for v in store.list_versions(flow.spec.name)}
     _publish(path, rows[0]["version"] if rows else None)
     working = working_id(path)
-    st.subheader(f"Versions of {flow.spec.name}")
+    st.subheader(f"Versions of {flow.spec.name}", anchor=False)
     _where(rows, working)
     if not rows:
         st.info("No published version yet: Publish above, or `flowstudio publish FILE`.")

@@ -47,8 +47,10 @@ def test_versions_diff_tag_publish_and_restore(browser: Any, tmp_path: Path) -> 
             expect(page.get_by_text("Node say · field config.prompt")).to_be_visible()
             expect(page.get_by_text("-Say {{ word }} politely.")).to_be_visible()
             _shot(page, "1440-top")
-            page.get_by_text("Node say · field config.prompt").scroll_into_view_if_needed()
+            page.mouse.move(700, 450)
+            page.mouse.wheel(0, 600)
             _shot(page, "1440-diff")
+            page.mouse.wheel(0, -2000)
 
             page.get_by_label("Tag", exact=True).fill("stable")
             page.get_by_role("button", name="Set tag").click()
