@@ -131,7 +131,7 @@ def model_overrides(flow: Flow, key: str) -> list[str]:
     aliases = flow.spec.models
     if not aliases:
         return args
-    offered = [m for p in catalogue.providers()[:8] for m in catalogue.models_of(p)[:4]]
+    offered = catalogue.common()
     columns = st.columns(min(3, len(aliases)))
     for index, (alias, spec) in enumerate(aliases.items()):
         options = [AS_IN_FLOW, *[m for m in offered if m != spec.model]]

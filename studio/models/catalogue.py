@@ -41,6 +41,11 @@ def providers() -> list[str]:
     return [*BUILT_IN, *[p for p in FIRST if p in known], *sorted(known - set(FIRST) - set(BUILT_IN))]
 
 
+def common() -> list[str]:
+    """The built-in models, then a few well-known ones of each big provider: a short list to pick from."""
+    return [*[m for models in BUILT_IN.values() for m in models], *[m for models in COMMON.values() for m in models]]
+
+
 def models_of(provider: str) -> list[str]:
     """The provider's models, common ones first, each as a full `provider/model` string."""
     if provider in BUILT_IN:

@@ -244,3 +244,26 @@ def test_the_page_starts_a_search_that_reports_its_budget(make_task: MakeTask, m
     assert not app.exception, app.exception
     assert any("finished" in m.value for m in app.markdown)
     assert any(m.value == "**Candidates**" for m in app.markdown)
+
+
+def test_the_batch_form_offers_a_limit_and_a_model_per_alias(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = slow_folder(tmp_path, delay_s=0.0, copies=1)
+    monkeypatch.setenv("FLOWSTUDIO_DB", str(tmp_path / "s.db"))
+    monkeypatch.setenv(DIR_ENV, str(folder))
+    started: list[list[str]] = []
+
+    def start(db: Path, kind: str, flow: str, args: list[str], cwd: Path | None = None) -> launches.Launch:
+        started.append(args)
+        return launches.Launch(token="t", kind=kind, flow=flow, pid=-1)
+
+    monkeypatch.setattr(launches, "start", start)
+    app = AppTest.from_function(_experiments_page, default_timeout=TIMEOUT)
+    app.run()
+    override = app.selectbox(key="batch_model_default")
+    assert override.value == "" and override.options[0] == "as in the flow: scripted"
+    assert {"local/smollm2", "openai/gpt-4o-mini"} <= set(override.options)
+    override.set_value("local/smollm2")
+    app.number_input(key="batch_limit").set_value(2)
+    app.button(key="start_batch").click().run()
+    assert not app.exception, app.exception
+    assert started[0][-4:] == ["--limit", "2", "--model", "default=local/smollm2"]
