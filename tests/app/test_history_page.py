@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from studio.app import launches
 from studio.app.promote_panel import promote_args, result_of
 from studio.app.settings import DIR_ENV
+from studio.editor.drafts import keep_draft
 from studio.store import SQLiteStore
 from tests.app.history_seed import published
 from tests.versions.project import edit, make
@@ -155,3 +156,16 @@ def test_a_flow_never_published_offers_publish(tmp_path: Path, monkeypatch: pyte
     assert len(app.dataframe[0].value) == 1 and any("The file on disk is version" in c.value for c in app.caption)
     assert _box(app, "From").value == _box(app, "Version").value and _box(app, "To").value == "working file"
     assert any("No differences" in s.value for s in app.success)
+
+
+def test_restore_keeps_an_earlier_draft_one_undo_away(project: tuple[Path, Path, list[str]]) -> None:
+    main, _, (first, _) = project
+    keep_draft(main, main.read_text().replace("warmly", "gently"))
+    app = AppTest.from_function(_studio, default_timeout=TIMEOUT).run()
+    _box(app, "Version").select(first).run()
+    app.button(key="history_restore").click().run()
+    assert not app.exception, app.exception
+    editor = app.session_state["editors"][str(main)]
+    assert "politely" in editor.flow.text
+    editor.undo()
+    assert "gently" in editor.flow.text, "the draft of an earlier visit, one undo back"
