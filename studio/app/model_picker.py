@@ -25,6 +25,10 @@ CHECK_S = 15.0
 """Longest the check on Apply waits for the model's answer."""
 ENV = "$env."
 DEFAULT_MODEL = "local/smollm2"
+NO_SCRIPT = (
+    "a scripted model answers from its script: write `script:` rules under the alias in the YAML view, "
+    "or name a script file as scripted/PATH"
+)
 _NOTE = "model_pick_note"
 """Session key of the last Apply's outcome: (editor version, alias, kind, words)."""
 _NAMES = {catalogue.LOCAL: "local — the embedded model", catalogue.SCRIPTED: "scripted — replies from a script"}
@@ -161,7 +165,7 @@ def _apply(editor: Editor, alias: str, wanted: Mapping[str, Any], section: Mappi
         return
     new = {str(a): plain(v) for a, v in section.items()} | {alias: entry}
     flow_refused = editor.checked_edit(lambda: editor.edit_section("models", new))
-    kind = "refused" if flow_refused else "warning" if note.startswith("Applied, but") else "ok"
+    kind = "refused" if flow_refused else "warning" if note.startswith("Applied") else "ok"
     _remember(editor.version, alias, kind, flow_refused or note)
     st.rerun()
 
@@ -172,6 +176,8 @@ def verdict(alias: str, spec: ModelSpec, base_dir: Path) -> tuple[str | None, st
     this machine cannot reach is only reported."""
     from studio.models.check import check
 
+    if spec.model == catalogue.SCRIPTED and not spec.script:
+        return NO_SCRIPT, ""
     quick = spec.model_copy(update={"retries": 0, "timeout_s": min(spec.timeout_s, CHECK_S), "rate_limit_wait_s": 0})
     try:
         result = asyncio.run(asyncio.wait_for(check(alias, quick, base_dir), CHECK_S + 5))
@@ -182,8 +188,10 @@ def verdict(alias: str, spec: ModelSpec, base_dir: Path) -> tuple[str | None, st
     if result.error is None:
         caps = ", ".join(result.capabilities) or "none known"
         return None, f"{alias}: {spec.model} answered its check in {result.latency_s:.2f} s ({caps})."
-    if result.provider in (catalogue.LOCAL, catalogue.SCRIPTED):
+    if result.provider == catalogue.LOCAL:
         return f"{spec.model} failed its check: {result.error}", ""
+    if result.provider == catalogue.SCRIPTED:  # its script may fail on purpose (a fault drill): only say so
+        return None, f"Applied. Its script answers the check's prompt with an error: {result.error}."
     if result.provider == "unknown":
         return (
             f"litellm knows no provider for {spec.model!r}: write provider/model, e.g. openai/gpt-4o-mini "

@@ -164,3 +164,8 @@ def test_a_model_is_chosen_from_a_list_or_typed_with_typed_parameters(folder: Pa
     assert refused is not None and "unknown local model 'local/nosuch'" in refused  # refused at Apply, not at Run
     refused, _ = verdict("default", ModelSpec(model="scripted", script=[{"reply": "ok"}]), folder)
     assert refused is None
+    refused, _ = verdict("default", ModelSpec(model="scripted"), folder)  # no script: nothing could answer
+    assert refused is not None and "script:" in refused
+    drill = ModelSpec(model="scripted", script=[{"error": {"kind": "auth"}}])  # a fault drill fails on purpose
+    refused, note = verdict("default", drill, folder)
+    assert refused is None and note.startswith("Applied. Its script answers") and "auth" in note
