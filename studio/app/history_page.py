@@ -4,7 +4,6 @@ publish`, `versions`, `diff`, `tag` and `promote`, called as those commands call
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,12 +15,10 @@ import streamlit as st
 from studio.app import promote_panel
 from studio.app.diff_view import render_diff
 from studio.app.editor_page import _editors
-from studio.app.nav import editor_page
+from studio.app.restore_version import restore_into_editor
 from studio.app.run_page import flow_files
 from studio.app.settings import open_store as open_app_store
 from studio.app.settings import settings
-from studio.editor.drafts import read_draft
-from studio.editor.editor import Editor
 from studio.errors import FlowError, InputError
 from studio.flow.spec import Flow, load_flow
 from studio.store.versions import VersionRecord
@@ -149,32 +146,14 @@ def _where(rows: list[dict[str, Any]], working: str | None) -> None:
         st.caption("The file on disk has changes not published yet.")
 
 
-def _opened(path: Path) -> Editor:
-    """A new Editor on the file, holding the draft an earlier visit left (when there is one) as a
-    change, so that Undo after a Restore gets back to it."""
-    editor = Editor(path)
-    draft = read_draft(path, editor.saved_text)
-    if draft is not None:
-        with contextlib.suppress(FlowError):  # a draft that no longer loads: the restored version replaces it
-            editor.replace_text(draft)
-    return editor
-
-
 def _restore(path: Path, version: VersionRecord) -> None:
-    """The version's flow file becomes the Editor's flow (one undoable, unsaved step); the Editor opens."""
-    editors = _editors()
+    """The version's flow file into the Editor (unsaved); the Editor opens."""
     try:
         with open_store() as store:
             text = version_text(store, version)
-        editor = editors.get(str(path)) or _opened(path)
-        editor.replace_text(text)
+        restore_into_editor(path, text)
     except (FlowError, LookupError) as err:
         st.error(f"Version {short(version.version_id)} could not be restored: {err}", icon=":material/error:")
-        return
-    editor.refit = True
-    editors[str(path)] = editor
-    st.session_state["editor_flow_next"] = path
-    st.switch_page(editor_page())
 
 
 def _tag(name: str, version: VersionRecord) -> None:
