@@ -29,6 +29,8 @@ NO_SCRIPT = (
     "a scripted model answers from its script: write `script:` rules under the alias in the YAML view, "
     "or name a script file as scripted/PATH"
 )
+ANY = "*"
+"""A note shown whichever alias is picked (after one was removed)."""
 _NOTE = "model_pick_note"
 """Session key of the last Apply's outcome: (editor version, alias, kind, words)."""
 _NAMES = {catalogue.LOCAL: "local — the embedded model", catalogue.SCRIPTED: "scripted — replies from a script"}
@@ -48,7 +50,23 @@ def render(editor: Editor) -> None:
     if wanted is not None:
         _apply(editor, alias, wanted, section)
     _note(editor, alias)
+    if alias in section:
+        _remove(editor, alias, section)
     _overview(section)
+
+
+def _remove(editor: Editor, alias: str, section: Mapping[str, Any]) -> None:
+    """A button that removes the alias (refused while a node uses it)."""
+    if not st.button(f"Remove alias {alias}", key=f"model_pick_remove-{editor.version}-{alias}", type="tertiary"):
+        return
+    rest = {str(a): plain(v) for a, v in section.items() if str(a) != alias}
+    refused = editor.checked_edit(lambda: editor.edit_section("models", rest))
+    _remember(
+        editor.version, ANY if not refused else alias, "refused" if refused else "ok", refused or f"Removed {alias}."
+    )
+    if not refused:
+        st.session_state.pop("model_pick_alias", None)
+    st.rerun()
 
 
 def _provider(editor: Editor, alias: str, current: str) -> str:
@@ -211,7 +229,7 @@ def _remember(version: int, alias: str, kind: str, words: str) -> None:
 
 def _note(editor: Editor, alias: str) -> None:
     note = st.session_state.get(_NOTE)
-    if not note or note[0] != editor.version or note[1] != alias:
+    if not note or note[0] != editor.version or note[1] not in (alias, ANY):
         return
     kind, words = note[2], note[3]
     if kind == "refused":

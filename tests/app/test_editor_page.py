@@ -169,3 +169,17 @@ def test_a_model_is_chosen_from_a_list_or_typed_with_typed_parameters(folder: Pa
     drill = ModelSpec(model="scripted", script=[{"error": {"kind": "auth"}}])  # a fault drill fails on purpose
     refused, note = verdict("default", drill, folder)
     assert refused is None and note.startswith("Applied. Its script answers") and "auth" in note
+
+
+def test_an_alias_is_removed_unless_a_node_uses_it(folder: Path) -> None:
+    page = _open(folder)
+    editor = page.session_state["editors"][str(folder / "commented.yaml")]
+    default = dict(editor.flow.section("models")["default"])
+    editor.edit_section("models", {"default": default, "spare": {"model": "local/smollm2"}})
+    page.segmented_control(key="editor_panel").set_value("Flow").run()
+    page.button(key=f"model_pick_remove-{editor.version}-default").click().run()
+    assert "Not applied" in page.error[0].value and "default" in editor.flow.section("models"), page.error[0].value
+    page.selectbox(key="model_pick_alias").set_value("spare").run()
+    page.button(key=f"model_pick_remove-{editor.version}-spare").click().run()
+    assert not page.exception, page.exception
+    assert list(editor.flow.section("models")) == ["default"] and "Removed spare." in page.success[0].value
