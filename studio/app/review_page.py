@@ -19,6 +19,7 @@ from studio.app.runs_page import ANY, STATUSES, _days
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, runs_table, show_value
 from studio.errors import InputError
+from studio.flow.paths import PathRefused, confine
 from studio.reviews.counts import ReviewCounts, review_counts
 from studio.reviews.dataset import reviewed_rows, write_jsonl
 from studio.reviews.edits import as_text, correction
@@ -215,15 +216,33 @@ def _export(store: Any, flow: str | None, version: str | None) -> None:
         path_cell, button_cell = st.columns([4, 1], vertical_alignment="bottom")
         path = path_cell.text_input("Write to", value=default, key=f"review_export_path_{flow}")
         if button_cell.button("Export dataset", key="review_export", icon=":material/download:"):
+            try:
+                target = _export_target(path)
+            except PathRefused as refused:
+                st.error(f"Not written: {refused}.")
+                return
             rows = reviewed_rows(store, flow, version)
-            write_jsonl(rows, Path(path))
-            st.session_state[EXPORTED] = (flow, path, rows)
+            write_jsonl(rows, target)
+            st.session_state[EXPORTED] = (flow, str(target), rows)
         shown = st.session_state.get(EXPORTED)
         if shown is not None and shown[0] == flow:
             _, written, rows = shown
             st.success(f"Wrote {len(rows)} reviewed row{'s' if len(rows) != 1 else ''} of {flow} to {written}.")
             if rows:
                 st.dataframe(rows, hide_index=True, key="review_export_rows")
+
+
+def _export_target(path: str) -> Path:
+    """Where the export goes: a `.jsonl` file in a folder of the studio's flows folder (no link followed out)."""
+    root = settings().flows_dir
+    wanted = Path(path.strip())
+    if wanted.suffix != ".jsonl":
+        raise PathRefused(f"{path!r} is not a .jsonl file")
+    folder = confine(root, wanted.parent, root, kind="dir", what="folder")
+    target = folder / wanted.name
+    if target.is_symlink() or (target.exists() and not target.is_file()):
+        raise PathRefused(f"{target} is not a regular file")
+    return target
 
 
 def _counts(store: Any, flow: str | None, waiting: int) -> None:

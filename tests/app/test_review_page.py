@@ -79,6 +79,11 @@ def test_review_correct_skip_and_export(
     ]
     assert app.success[0].value == f"Wrote 2 reviewed rows of chain to {written}."
     assert list(app.dataframe[-1].value["run_id"]) == [newest, runs["snow"]]
+    for outside in ("/etc/reviewed.jsonl", "../reviewed.jsonl", "chain.yaml"):
+        app.text_input(key="review_export_path_chain").input(outside).run()
+        app.button(key="review_export").click().run()
+        assert app.error and app.error[0].value.startswith("Not written:"), outside
+    assert not (tmp_path.parent / "reviewed.jsonl").exists()
 
 
 def _home_page() -> None:
