@@ -1,4 +1,4 @@
-"""History: a flow's published versions (tags, when, note, batch scores), Publish, the diff between
+"""History: a flow's published versions (tags, who and when, note, batch scores), Publish, the diff between
 any two, and per version Restore into the editor, Tag and Promote: the operations of `flowstudio
 publish`, `versions`, `diff`, `tag` and `promote`, called as those commands call them."""
 

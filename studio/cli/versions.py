@@ -39,10 +39,11 @@ def flow_and_version(text: str, db: str | None) -> tuple[str, str | None]:
 @click.argument("flow", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tag", default=None, help="Point this tag (e.g. prod, v1) at the version.")
 @click.option("--note", default=None, help="What changed, kept with the version.")
+@click.option("--author", default=None, help="Who publishes (default $USER).")
 @db_option
 @json_option
 @friendly
-def publish(flow: str, tag: str | None, note: str | None, db: str | None, as_json: bool) -> None:
+def publish(flow: str, tag: str | None, note: str | None, author: str | None, db: str | None, as_json: bool) -> None:
     """Store the flow and every file it reads as an immutable version; its id is the content hash.
 
     Publishing unchanged content gives the same id.
@@ -53,7 +54,7 @@ def publish(flow: str, tag: str | None, note: str | None, db: str | None, as_jso
 
     store = open_store(db)
     try:
-        done = publish_flow(store, flow, tag=tag, note=note)
+        done = publish_flow(store, flow, tag=tag, note=note, author=author)
     finally:
         store.close()
     if as_json:
@@ -66,7 +67,7 @@ def published_json(done: Any) -> dict[str, Any]:
     """What `publish --json` prints (and `optimize --publish --json` under `published`)."""
     version = done.version
     return {"version": version.version_id, "flow": version.flow, "tag": done.tag, "new": done.new,
-            "files": sorted(version.files), "notes": list(done.notes)}  # fmt: skip
+            "author": version.author, "files": sorted(version.files), "notes": list(done.notes)}  # fmt: skip
 
 
 def print_published(done: Any) -> None:
@@ -107,7 +108,8 @@ def versions(name: str, db: str | None, as_json: bool) -> None:
     for row in rows:
         tags = ", ".join(row["tags"]) or "-"
         scores = " ".join(f"{b.get('metric')}={b['score']:.3f}" for b in row["batches"] if b.get("score") is not None)
-        click.echo(f"{row['version'][:12]}  {row['created_at'][:19].replace('T', ' ')}  [{tags}]  "
+        by = f"by {row['author']}  " if row.get("author") else ""
+        click.echo(f"{row['version'][:12]}  {row['created_at'][:19].replace('T', ' ')}  [{tags}]  {by}"
                    f"{row['note'] or ''}  {scores}".rstrip())  # fmt: skip
 
 

@@ -6,6 +6,11 @@ steps queued while one transaction commits go to the server together, in one tra
 each caller's step is durable (the server's `synchronous_commit = on`) before `commit_step`
 returns, so the checkpoint rule holds. The schema is created and migrated on first use, under an
 advisory lock so that replicas starting together migrate once.
+
+A run may carry a fence (`PostgresStore.fences`): a check run first in the transaction of every
+write of that run, which refuses the write by raising. Serve replicas fence their background
+runs with their lease (`studio.serve.ledger`), so a replica that lost a run writes nothing more
+for it.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -38,6 +43,7 @@ from studio.store.base import (
 from studio.store.group import GroupWriter, _Item, _wake
 from studio.store.postgres_feedback import MIGRATION as _V3
 from studio.store.postgres_feedback import PostgresFeedback
+from studio.store.postgres_versions import MIGRATION as _V4
 from studio.store.postgres_versions import PostgresVersions
 from studio.store.rows import BOOL_COLUMNS, COLUMNS, JSON_COLUMNS, EndRun, InsertRun, InsertStep, PutCache, encode
 from studio.store.rows import values as row_values
@@ -84,9 +90,13 @@ CREATE TABLE tags (flow TEXT NOT NULL, tag TEXT NOT NULL, version_id TEXT NOT NU
 ALTER TABLE runs ADD COLUMN version TEXT;
 CREATE INDEX runs_version ON runs (version, started_at);
 """
-MIGRATIONS = [_V1, _V2, _V3]
-"""Schema versions in order: v1 is SQLite's v1-v4 at once, v2 its v5 (versions, tags, blobs), v3 its v6 (feedback)."""
+MIGRATIONS = [_V1, _V2, _V3, _V4]
+"""Schema versions in order: v1 is SQLite's v1-v4 at once, v2 its v5 (versions, tags, blobs), v3 its v6
+(feedback), v4 its v7 (who published a version)."""
 SCHEMA_VERSION = len(MIGRATIONS)
+
+Fence = Callable[[psycopg.Connection[Any]], None]
+"""A check run inside a write's transaction before the write; it refuses the write by raising."""
 
 _RUN_COLUMNS = (*COLUMNS[RunRecord], "flow_text")
 _STEP_COLUMNS = ("run_id", *COLUMNS[StepRecord])
@@ -143,6 +153,18 @@ def _insert_step(conn: psycopg.Connection[Any], write: InsertStep) -> None:
         "UPDATE runs SET tokens = tokens + %s, cost_usd = cost_usd + %s, steps = steps + 1 WHERE run_id = %s",
         (write.tokens, write.cost_usd, write.run_id),
     )
+
+
+@dataclass(frozen=True)
+class Fenced:
+    """A write of a fenced run: the run's fence, then the write, in one transaction."""
+
+    fence: Fence
+    write: Any
+
+    def __call__(self, conn: psycopg.Connection[Any]) -> Any:
+        self.fence(conn)
+        return apply_write(conn, self.write)
 
 
 class PostgresWriter(GroupWriter):
@@ -230,6 +252,8 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         connect = cast(Any, lambda _path: psycopg.connect(url, autocommit=True))
         self.writer = PostgresWriter(Path("postgres"), connect) if group_commit else None
         """The group-commit writer; None when every write is its own transaction."""
+        self.fences: dict[str, Fence] = {}
+        """Per run id: the check each write of that run passes first, in its transaction."""
 
     def _migrate(self) -> None:
         with self.transaction() as conn:
@@ -253,14 +277,19 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         with self.pool.connection() as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cursor:
             return cursor.execute(cast(Any, sql), params).fetchall()
 
+    def fenced(self, write: Any) -> Any:
+        """`write`, behind its run's fence when the run has one."""
+        fence = self.fences.get(getattr(write, "run_id", None) or "")
+        return write if fence is None else Fenced(fence, write)
+
     def _write(self, write: Any) -> Any:
         with self.transaction() as conn:
-            return apply_write(conn, write)
+            return apply_write(conn, self.fenced(write))
 
     async def _commit(self, write: Any) -> Any:
         if self.writer is None:
             return await asyncio.to_thread(self._write, write)
-        return await self.writer.write(write)
+        return await self.writer.write(self.fenced(write))
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
         self._write(InsertRun.of(run, flow_text))
@@ -278,7 +307,7 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
             await self._commit(InsertRun.of(run, flow_text))
         except asyncio.CancelledError:
             if self.writer is not None:
-                self.writer.post(EndRun.of(run.run_id, "cancelled", None, "cancelled"))
+                self.writer.post(self.fenced(EndRun.of(run.run_id, "cancelled", None, "cancelled")))
             raise
 
     async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
@@ -298,6 +327,9 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction() as conn:
+            fence = self.fences.get(run_id)
+            if fence is not None:
+                fence(conn)
             conn.execute(
                 "UPDATE runs SET status = %s, ended_at = NULL, pid = %s, host = %s WHERE run_id = %s",
                 (status, os.getpid(), this_host(), run_id),

@@ -10,7 +10,9 @@ import psycopg
 
 from studio.store.versions import TagRecord, VersionRecord
 
-_VERSION = "SELECT version_id, flow, entry, files, note, created_at FROM versions"
+_VERSION = "SELECT version_id, flow, entry, files, note, created_at, author FROM versions"
+MIGRATION = "ALTER TABLE versions ADD COLUMN author TEXT;"
+"""Schema v4: who published each version."""
 
 
 class PostgresVersions:
@@ -31,10 +33,10 @@ class PostgresVersions:
                     "INSERT INTO blobs (hash, data) VALUES (%s, %s) ON CONFLICT DO NOTHING", list(blobs.items())
                 )
             conn.execute(
-                "INSERT INTO versions (version_id, flow, entry, files, note, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                "INSERT INTO versions (version_id, flow, entry, files, note, created_at, author)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (version.version_id, version.flow, version.entry, json.dumps(version.files), version.note,
-                 version.created_at),
+                 version.created_at, version.author),
             )  # fmt: skip
         found = self.get_version(version.version_id)
         assert found is not None
@@ -78,5 +80,5 @@ class PostgresVersions:
 
 
 def _version(row: tuple[Any, ...]) -> VersionRecord:
-    version_id, flow, entry, files, note, created_at = row
-    return VersionRecord(version_id, flow, entry, json.loads(files), note, created_at)
+    version_id, flow, entry, files, note, created_at, author = row
+    return VersionRecord(version_id, flow, entry, json.loads(files), note, created_at, author)

@@ -44,6 +44,7 @@ from studio.store.rows import (
 from studio.store.rows import values as row_values
 from studio.store.versions import SQLiteVersions
 from studio.store.versions import migrate as _migrate_v5
+from studio.store.versions import migrate_author as _migrate_v7
 
 SCHEMA_VERSION = 6
 """The schema `MIGRATIONS` bring a store to (PRAGMA user_version)."""
@@ -109,7 +110,7 @@ def _migrate_v4(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN host TEXT")
 
 
-MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4, _migrate_v5, _migrate_v6]
+MIGRATIONS = [_migrate_v1, _migrate_v2, _migrate_v3, _migrate_v4, _migrate_v5, _migrate_v6, _migrate_v7]
 
 
 def connect(path: str | Path, *, cached_statements: int = 128) -> sqlite3.Connection:

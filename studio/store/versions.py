@@ -34,6 +34,8 @@ class VersionRecord:
     """What the publisher said about it."""
     created_at: str = field(default_factory=now)
     """When it was first published (ISO 8601, UTC)."""
+    author: str | None = None
+    """Who published it (`--author`, else the publisher's $USER); None when unknown."""
 
 
 @dataclass
@@ -66,6 +68,11 @@ def migrate(db: Any) -> None:
     db.execute("CREATE INDEX runs_version ON runs (version, started_at)")
 
 
+def migrate_author(db: Any) -> None:
+    """Schema v7: who published each version."""
+    db.execute("ALTER TABLE versions ADD COLUMN author TEXT")
+
+
 class SQLiteVersions:
     """The version operations of the SQLite store (mixed into `SQLiteStore`)."""
 
@@ -79,9 +86,9 @@ class SQLiteVersions:
         with self.transaction() as conn:
             conn.executemany("INSERT OR IGNORE INTO blobs (hash, data) VALUES (?, ?)", list(blobs.items()))
             conn.execute(
-                "INSERT OR IGNORE INTO versions VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO versions VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (version.version_id, version.flow, version.entry, json.dumps(version.files), version.note,
-                 version.created_at),
+                 version.created_at, version.author),
             )  # fmt: skip
         found = self.get_version(version.version_id)
         assert found is not None
@@ -127,8 +134,8 @@ class SQLiteVersions:
 
 
 def _version(row: tuple[Any, ...]) -> VersionRecord:
-    version_id, flow, entry, files, note, created_at = row
-    return VersionRecord(version_id, flow, entry, json.loads(files), note, created_at)
+    version_id, flow, entry, files, note, created_at, author = row
+    return VersionRecord(version_id, flow, entry, json.loads(files), note, created_at, author)
 
 
 class MemoryVersions:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,20 +69,34 @@ def check_tag(tag: str) -> str:
     return tag
 
 
-def publish(store: VersionStore, flow: str | Path, *, tag: str | None = None, note: str | None = None) -> Published:
+def publish(
+    store: VersionStore, flow: str | Path, *, tag: str | None = None, note: str | None = None, author: str | None = None
+) -> Published:
     """Store the flow and every file it reads as an immutable version (id: content hash); tag it."""
     if tag is not None:
         check_tag(tag)
     snapshot = take(flow)
-    return store_snapshot(store, snapshot, tag=tag, note=note)
+    return store_snapshot(store, snapshot, tag=tag, note=note, author=author)
+
+
+def publisher() -> str | None:
+    """Who publishes when nobody says: the user this process runs as ($USER, else $USERNAME)."""
+    return os.environ.get("USER") or os.environ.get("USERNAME") or None
 
 
 def store_snapshot(
-    store: VersionStore, snapshot: Snapshot, *, tag: str | None = None, note: str | None = None
+    store: VersionStore,
+    snapshot: Snapshot,
+    *,
+    tag: str | None = None,
+    note: str | None = None,
+    author: str | None = None,
 ) -> Published:
-    """Store a snapshot as a version; the same content keeps its first record (and note)."""
+    """Store a snapshot as a version; the same content keeps its first record (note and author).
+    `author` defaults to `publisher()`."""
     digests = snapshot.digests
-    record = VersionRecord(snapshot.version_id, snapshot.flow, snapshot.entry, digests, note)
+    who = author if author is not None else publisher()
+    record = VersionRecord(snapshot.version_id, snapshot.flow, snapshot.entry, digests, note, author=who)
     new = store.get_version(record.version_id) is None
     blobs = {digests[path]: data for path, data in snapshot.files.items()}
     stored = store.put_version(record, blobs)
@@ -108,6 +123,7 @@ def history(store: Any, flow: str) -> list[dict[str, Any]]:
             "tags": tags.get(v.version_id, []),
             "created_at": v.created_at,
             "note": v.note,
+            "author": v.author,
             "files": len(v.files),
             "batches": scores.get(v.version_id, []),
         }

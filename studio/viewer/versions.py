@@ -58,6 +58,7 @@ def table_rows(rows: list[dict[str, Any]], working: str | None) -> list[dict[str
             "version": short(row["version"]),
             "tags": ", ".join(row["tags"]),
             "published": row["created_at"][:19].replace("T", " "),
+            "by": row.get("author") or "",
             "note": row["note"] or "",
             "scores": scores(row),
             "files": row["files"],

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from studio.store import SQLiteStore
 from studio.store.base import CallRecord, RunRecord, StepRecord
+from studio.store.sqlite import MIGRATIONS
+from studio.store.versions import VersionRecord
 from tests.conftest import FLOWSTUDIO, ROOT
 
 
@@ -18,7 +20,7 @@ def test_pragmas_and_schema_version(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] >= 5000
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"runs", "steps", "llm_calls", "cache", "experiments"} <= tables
     store.close()
@@ -38,7 +40,7 @@ def test_values_are_stored_as_json_text(tmp_path: Path) -> None:
 def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
     import sqlite_utils
 
-    from studio.store.sqlite import MIGRATIONS, connect
+    from studio.store.sqlite import connect
 
     conn = connect(tmp_path / "old.db")
     MIGRATIONS[0](sqlite_utils.Database(conn))
@@ -46,7 +48,9 @@ def test_a_version_1_database_is_migrated(tmp_path: Path) -> None:
     conn.close()
     store = SQLiteStore(tmp_path / "old.db")
     indexes = {r[1] for r in store.conn.execute("PRAGMA index_list(runs)")}
-    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == 6
+    assert store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    store.put_version(VersionRecord("v", "f", "f.yaml", {}, author="ann"), {})
+    assert store.get_version("v").author == "ann"  # type: ignore[union-attr]
     assert any("experiment_id" in name for name in indexes)
     store.create_run(RunRecord("r", "f", None, "h", {}))
     call = CallRecord(node="a", model="m", request={}, response=None, error="rate_limit: 429", attempt=2, wait_s=0.5)

@@ -24,6 +24,15 @@ def test_a_version_is_stored_once_with_its_files(store: Store) -> None:
     assert (store.blob("h2"), store.blob("nope")) == (b"two", None)
 
 
+def test_a_version_keeps_who_published_it(store: Store) -> None:
+    record = _version("cc33", "2026-01-01T00:00:00", "by hand")
+    record.author = "ann"
+    store.put_version(record, {})
+    store.put_version(_version("dd44", "2026-01-02T00:00:00"), {})
+    assert [(v.version_id, v.author) for v in store.list_versions("f")] == [("dd44", None), ("cc33", "ann")]
+    assert store.get_version("cc33").author == "ann"  # type: ignore[union-attr]
+
+
 def test_tags_are_set_moved_and_removed(store: Store) -> None:
     for version_id in ("aa11", "bb22"):
         store.put_version(_version(version_id, "2026-01-01T00:00:00"), {})

@@ -17,22 +17,23 @@ def _publish(cli: CLI, main: Path, *args: str) -> str:
 
 def test_publish_prints_the_id_and_tag_and_versions_lists_them(cli: CLI, tmp_path: Path) -> None:
     main = make(tmp_path)
-    done = cli("publish", str(main), "--tag", "v1", "--note", "first cut")
+    done = cli("publish", str(main), "--tag", "v1", "--note", "first cut", "--author", "ann")
     assert done.code == 0, done.err
     assert done.out.startswith("published greet@") and "tag v1 -> " in done.out
     first = _publish(cli, main)
     assert first.startswith(done.out.split("@")[1][:12])  # unchanged content: the same id
     edit(tmp_path / "sub" / "shout.yaml", "upper }}!", "upper }}!!")
-    second = _publish(cli, main, "--tag", "v2")
-    assert second != first
+    again = cli("publish", str(main), "--tag", "v2", "--json", env={"USER": "bob"})
+    second = str(again.json()["version"])
+    assert second != first and again.json()["author"] == "bob"
     listed = cli("versions", "greet", "--json")
     rows = listed.json()
-    assert [(r["version"], r["tags"], r["note"]) for r in rows] == [
-        (second, ["v2"], None),
-        (first, ["v1"], "first cut"),
+    assert [(r["version"], r["tags"], r["note"], r["author"]) for r in rows] == [
+        (second, ["v2"], None, "bob"),  # nobody said: the publisher's $USER
+        (first, ["v1"], "first cut", "ann"),  # the first publish's author stays with the content
     ]
     shown = cli("versions", "greet")
-    assert f"{first[:12]}" in shown.out and "[v1]" in shown.out and "first cut" in shown.out
+    assert f"{first[:12]}" in shown.out and "[v1]  by ann  first cut" in shown.out
 
 
 def test_run_of_a_tag_runs_the_published_version_after_the_file_changed(cli: CLI, tmp_path: Path) -> None:
