@@ -9,6 +9,13 @@ and a lease; the owner renews the lease (a heartbeat) while it drives the run. A
 ran out (its replica was killed, or hangs) is claimed by one other replica with
 `SELECT ... FOR UPDATE SKIP LOCKED`, which resumes it from its checkpoints; an owner whose
 renewal finds the row taken stops driving it, so no run is driven twice at once.
+
+Fencing: `claims` is the lease's generation, raised by every claim that changes the owner. The
+owner fences each background run it drives with the generation it claimed
+(`PostgresStore.fences`): every write of the run first checks, in the same transaction and under a
+share lock on the queue row, that the row still names this owner and generation. A replica that
+was paused past its lease and wakes after another claimed the run writes nothing more for it (the
+write raises `LeaseLost`, and the server stops driving the run), even before its next renewal.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import os
 import socket
 import sqlite3
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from studio.store.base import Store, now, process_exists
@@ -45,6 +53,10 @@ _POSTGRES_TABLES = (
 )
 
 
+class LeaseLost(Exception):
+    """This server's lease on a run was taken by another server: the run's write was refused."""
+
+
 class Ledger(Protocol):
     """What the run manager asks of the store beyond the store protocol."""
 
@@ -67,6 +79,10 @@ class Ledger(Protocol):
         """Background runs left `running` that nobody drives: now this server's to resume."""
         ...
 
+    def forget(self, run_id: str) -> None:
+        """This server no longer drives the run: drop its fence."""
+        ...
+
     def renew(self, run_ids: list[str]) -> list[str]:
         """Renew this server's leases on `run_ids`; returns those another server has taken."""
         ...
@@ -80,10 +96,11 @@ class Ledger(Protocol):
         ...
 
 
-def ledger_for(store: Store) -> Ledger:
-    """The ledger of the store's kind."""
+def ledger_for(store: Store, on_lost: Callable[[str], None] | None = None) -> Ledger:
+    """The ledger of the store's kind; `on_lost(run_id)` is told (from any thread) when a fenced
+    write finds the run taken by another server."""
     if hasattr(store, "pool"):
-        return PostgresLedger(store)
+        return PostgresLedger(store, on_lost=on_lost)
     return SQLiteLedger(store)
 
 
@@ -135,6 +152,9 @@ class SQLiteLedger:
         ).fetchall()
         return [run_id for run_id, owner in rows if owner == os.getpid() or not process_exists(owner)]
 
+    def forget(self, run_id: str) -> None:
+        pass
+
     def renew(self, run_ids: list[str]) -> list[str]:
         return []
 
@@ -151,8 +171,10 @@ class PostgresLedger:
 
     shared = True
 
-    def __init__(self, store: Any, lease_s: float | None = None) -> None:
+    def __init__(self, store: Any, lease_s: float | None = None, on_lost: Callable[[str], None] | None = None) -> None:
         self.store = store
+        self.on_lost = on_lost
+        """Told the run id when a fenced write finds the run taken."""
         self.lease_s = lease_s or float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_S)
         """Seconds a claim lasts without renewal."""
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -163,7 +185,11 @@ class PostgresLedger:
                 conn.execute(sql)
 
     def record(self, row: EventRow) -> None:
+        fence = self.store.fences.get(row[0])
+
         def write(conn: Any) -> None:
+            if fence is not None:
+                fence(conn)
             conn.execute(
                 "INSERT INTO serve_events VALUES (%s, %s, %s, %s, %s) ON CONFLICT (run_id, major, minor)"
                 " DO UPDATE SET name = excluded.name, data = excluded.data",
@@ -181,12 +207,32 @@ class PostgresLedger:
 
     def mark_background(self, run_id: str) -> None:
         with self.store.transaction() as conn:
-            conn.execute(
+            row = conn.execute(
                 "INSERT INTO serve_queue (run_id, owner, lease_until, started_at)"
                 " VALUES (%s, %s, now() + make_interval(secs => %s), %s)"
-                " ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until",
+                " ON CONFLICT (run_id) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until,"
+                " claims = serve_queue.claims + (serve_queue.owner <> excluded.owner)::int RETURNING claims",
                 (run_id, self.owner, self.lease_s, now()),
-            )
+            ).fetchone()
+        self._fence(run_id, row[0])
+
+    def _fence(self, run_id: str, claims: int) -> None:
+        """Fence the run's writes with the generation this server holds."""
+
+        def fence(conn: Any) -> None:
+            held = conn.execute(
+                "SELECT 1 FROM serve_queue WHERE run_id = %s AND owner = %s AND claims = %s FOR SHARE",
+                (run_id, self.owner, claims),
+            ).fetchone()
+            if held is None:
+                if self.on_lost is not None:
+                    self.on_lost(run_id)
+                raise LeaseLost(f"run {run_id} was taken over by another server; its write here is refused")
+
+        self.store.fences[run_id] = fence
+
+    def forget(self, run_id: str) -> None:
+        self.store.fences.pop(run_id, None)
 
     def orphans(self) -> list[str]:
         with self.store.transaction() as conn:
@@ -196,11 +242,13 @@ class PostgresLedger:
                 " ORDER BY q.started_at LIMIT 16 FOR UPDATE OF q SKIP LOCKED"
             ).fetchall()
             taken = [row[0] for row in rows]
-            conn.execute(
+            claimed = conn.execute(
                 "UPDATE serve_queue SET owner = %s, lease_until = now() + make_interval(secs => %s),"
-                " claims = claims + 1 WHERE run_id = ANY(%s)",
+                " claims = claims + 1 WHERE run_id = ANY(%s) RETURNING run_id, claims",
                 (self.owner, self.lease_s, taken),
-            )
+            ).fetchall()
+        for run_id, claims in claimed:
+            self._fence(run_id, claims)
         return taken
 
     def renew(self, run_ids: list[str]) -> list[str]:

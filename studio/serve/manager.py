@@ -8,7 +8,9 @@ ledger (`studio.serve.ledger`): on SQLite a server started again resumes it from
 when the server that owned it is gone; on PostgreSQL it is a leased row of a work queue that
 another replica claims and resumes when the owner stops renewing it. The id of every event the
 store's step rows cannot rebuild (`step_started`, a resume's `run_started`) goes to
-`serve_events` as it is sent, so a replay gives it the same id, on any replica.
+`serve_events` as it is sent, so a replay gives it the same id, on any replica. On PostgreSQL a
+background run's writes are fenced by this server's lease: one refused (`LeaseLost`, the run was
+taken over while this server was paused or cut off) stops the run here.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from studio.errors import FlowError
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunResult
 from studio.serve.catalog import NotFound
 from studio.serve.events import Channel, Event, Key, last_key, replay, step_data
-from studio.serve.ledger import ledger_for
+from studio.serve.ledger import LeaseLost, ledger_for
 from studio.store.base import RunRecord, Store
 
 log = logging.getLogger("flowstudio.serve")
@@ -131,7 +133,9 @@ class RunManager:
 
     def __init__(self, store: Store, max_concurrency: int) -> None:
         self.store = store
-        self.ledger = ledger_for(store)
+        self.ledger = ledger_for(store, on_lost=self._lost)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The loop the run tasks run on (set by `start`)."""
         self.slots = asyncio.Semaphore(max_concurrency)
         self.active: dict[str, RunTask] = {}
         self.tasks: set[RunTask] = set()
@@ -140,6 +144,7 @@ class RunManager:
 
     def start(self, begin: Start, mode: Mode, *, resuming: str | None = None) -> RunTask:
         """Start a run task now; listen to its channel before the first await to miss nothing."""
+        self.loop = asyncio.get_running_loop()
         run = RunTask(self, mode, resuming)
         run.task = asyncio.create_task(self._drive(run, begin))
         run.task.add_done_callback(_log_failure)
@@ -156,8 +161,11 @@ class RunManager:
                 await self._settle(run)
             finally:
                 run.channel.close()
-            if run.channel.run_id is not None and self.active.get(run.channel.run_id) is run:
-                del self.active[run.channel.run_id]
+            run_id = run.channel.run_id
+            if run_id is not None and self.active.get(run_id) is run:
+                del self.active[run_id]
+            if run_id is not None and run_id not in self.active:
+                self.ledger.forget(run_id)
             self.tasks.discard(run)
 
     async def _settle(self, run: RunTask) -> None:
@@ -283,16 +291,26 @@ class RunManager:
             await asyncio.sleep(CLAIM_S)
             try:
                 for run_id in await asyncio.to_thread(self.ledger.renew, self._background()):
-                    log.warning("run %s was taken over by another server; stopping here", run_id)
-                    running = self.active.pop(run_id, None)
-                    if running is not None and running.task is not None:
-                        running.task.cancel()
+                    self._taken(run_id)
                 resumed = self.recover()
             except Exception:
                 log.exception("renewing leases failed; trying again")
                 continue
             if resumed:
                 log.warning("taking over %d background run(s): %s", len(resumed), ", ".join(resumed))
+
+    def _lost(self, run_id: str) -> None:
+        """A fenced write found the run taken (told from the writer's thread or this loop)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._taken, run_id)
+
+    def _taken(self, run_id: str) -> None:
+        """Stop driving a run another server took; its fence keeps refusing what the run writes
+        as it stops (the cancellation it would record)."""
+        running = self.active.pop(run_id, None)
+        if running is not None and running.task is not None:
+            log.warning("run %s was taken over by another server; stopping here", run_id)
+            running.task.cancel()
 
     def _background(self) -> list[str]:
         return [run_id for run_id, run in self.active.items() if run.mode == "background"]
@@ -301,6 +319,8 @@ class RunManager:
         if task.cancelled():
             return
         error = task.exception()
+        if isinstance(error, LeaseLost):
+            return
         if isinstance(error, FlowError):
             log.warning("run %s could not be resumed: %s", run_id, error)
             self.store.finish_run(run_id, status="failed", outputs=None, error=f"not resumed: {error}")
@@ -338,5 +358,7 @@ def _log_failure(task: asyncio.Task[RunResult]) -> None:
     if task.cancelled():
         return
     error = task.exception()
-    if error is not None and not isinstance(error, FlowError):
+    if isinstance(error, LeaseLost):
+        log.warning("%s", error)
+    elif error is not None and not isinstance(error, FlowError):
         log.error("a run task crashed", exc_info=error)
