@@ -82,9 +82,11 @@ def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path | s
     def work() -> None:
         from studio.runtime.engine import RunOptions
         from studio.runtime.runner import run_flow_async
+        from studio.viewer.versions import working_id
 
         try:  # streamed: the playground shows the running LLM node's tokens as they arrive
-            result = asyncio.run(run_flow_async(path, values, options=RunOptions(stream=True), db=db, hooks=[run.hook]))
+            options = RunOptions(stream=True, version=working_id(path))  # what `flowstudio run FILE` records
+            result = asyncio.run(run_flow_async(path, values, options=options, db=db, hooks=[run.hook]))
             run.run_id, run.outputs, run.error = result.run_id, result.outputs, result.error
             run.status = result.status  # last: the page takes `done` to mean everything above is set
         except FlowError as err:

@@ -51,7 +51,8 @@ def _header(trace: Trace) -> None:
     else:
         cells[4].metric("cost", "free" if run.tokens else "—", help="no priced model call: see the tokens")
     started = run.started_at[:19].replace("T", " ")
-    st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}")
+    version = f" · version {ident(run.version[:12])}" if run.version else ""
+    st.caption(f"flow {ident(run.flow)} · started {started} UTC · run {ident(run.run_id)}{version}")
 
 
 def _canvas_key(trace: Trace) -> str:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from studio.app.editor_run import EditorRun, start_run
 from studio.store import SQLiteStore
+from studio.versions.snapshot import take
 from tests.conftest import FIXTURES
 
 
@@ -23,6 +24,7 @@ def test_a_run_reports_each_node_and_ends_with_the_run_status(tmp_path: Path) ->
     try:
         record = store.get_run(run.run_id or "")
         assert record is not None and record.status == "succeeded"
+        assert record.version == take(flow).version_id  # the id `publish` would give, as `run FILE` records
     finally:
         store.close()
 

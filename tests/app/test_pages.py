@@ -131,6 +131,7 @@ def test_trace_shows_the_runs_inputs_and_outputs_first(app_env: dict[str, str]) 
     headings = [m.value for m in app.markdown]
     assert headings.index("**Inputs**") < headings.index("**Outputs**")
     assert "— (the run failed: see below)" in [c.value for c in app.caption]  # its missing outputs
+    assert any(" UTC · run " in c.value and " · version " in c.value for c in app.caption)  # what it ran
 
 
 def test_selecting_a_node_shows_its_inputs_outputs_and_call(app_env: dict[str, str]) -> None:
