@@ -16,6 +16,8 @@ the votes are `nodes.labelling`'s.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,7 +27,7 @@ from nodes.calibration import CONTENT_FREE, PRIORS, label_mass, labels_begun_by
 from nodes.labelling import Choice, Labeller, method, nearest_label, scoring
 from nodes.prompting import Form
 from nodes.strategies import Prompt, Strategy
-from studio.node import Node, NodeContext, Tunable
+from studio.node import LLM, Node, NodeContext, Tunable
 
 __all__ = ["CONTENT_FREE", "PRIORS", "Classify", "label_mass", "labels_begun_by", "nearest_label"]
 FINAL_REQUEST = "Now answer with the label only."
@@ -65,9 +67,20 @@ class Classify(Node):
         gives content-free texts (asked once per compiled node); corrects a bias toward one label."""
         strategy: Strategy = "single"
         """`single` call; `reasoning` (think, then label); `ensemble` (`samples` votes, each with the
-        demos in another order); `reflect` (draft label, critique, final label)."""
+        demos in another order); `reflect` (draft label, critique, final label); `cascade` (the
+        student's label stands when its samples agree and it is confident enough, else the `teacher`
+        alias labels, and its label is kept as a demo)."""
         samples: int = Field(default=3, ge=1, le=15)
-        """How many votes an `ensemble` takes."""
+        """How many votes an `ensemble` takes (a `cascade`: student samples)."""
+        teacher: str = ""
+        """`cascade`: the teacher's model alias (the node's own model is the student)."""
+        agree: int = Field(default=2, ge=1, le=15)
+        """`cascade`: how many student samples must give the same label for it to stand."""
+        recall: int = Field(default=4, ge=0, le=20)
+        """`cascade`: how many of the teacher's past labels (nearest texts) the student gets as demos."""
+        threshold: float = Field(default=0.0, ge=0.0, le=1.0)
+        """`cascade`: the lowest confidence (the label's share, on models that score labels) at which
+        the student's label stands; below it the teacher labels."""
 
     class Inputs(BaseModel):
         text: str
@@ -100,17 +113,16 @@ class Classify(Node):
         return [(("logprobs", "constrained"), NEEDS)]
 
     def check(self) -> list[tuple[str, str]]:
-        problems = []
-        if self.config.strategy == "cascade":
-            problems.append(
-                ("strategy", "`strategy: cascade` is not available on llm.classify yet (llm.generate has it)")
-            )
+        problems = strategies.check_cascade(self.config.strategy, self.config.teacher)
         if len(set(self.config.labels)) != len(self.config.labels):
             problems.append(("labels", "labels must be distinct"))
         for i, demo in enumerate(self.config.demos):
             if demo.get("label") not in self.config.labels:
                 problems.append((f"demos.{i}.label", f"demo label {demo.get('label')!r} is not one of the labels"))
         return problems
+
+    def model_aliases(self) -> list[tuple[str, str]]:
+        return [("teacher", self.config.teacher)] if self.config.strategy == "cascade" else []
 
     @property
     def labeller(self) -> Labeller:
@@ -125,6 +137,8 @@ class Classify(Node):
         labeller = self.labeller
         if self.config.strategy == "ensemble":
             return self._outputs(await labeller.vote(inputs.text, ctx))
+        if self.config.strategy == "cascade":
+            return await self._cascade(inputs.text, ctx)
 
         async def ask(prompt: Prompt, **options: Any) -> str:
             return (await labeller.complete(prompt, ctx, **options)).text
@@ -141,6 +155,46 @@ class Classify(Node):
             return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")
         label = max(self.config.labels, key=lambda name: scores[name])
         return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")
+
+    async def _single(self, labeller: Labeller, text: str, ctx: NodeContext, **options: Any) -> Outputs:
+        """One label for `text` (a cascade's student sample or teacher answer)."""
+        prompt = labeller.prompt(text)
+        if method(ctx) == "constrained":
+            reply = await labeller.complete_constrained(prompt, ctx, **options)
+            return self.Outputs(label=labeller.read_label(reply), method="constrained")
+        reply = await labeller.complete(prompt, ctx, **scoring(ctx), **options)
+        scores = await labeller.scores(reply, ctx)
+        if scores is None:
+            return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")
+        label = max(self.config.labels, key=lambda name: scores[name])
+        return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")
+
+    async def _cascade(self, text: str, ctx: NodeContext) -> Outputs:
+        c = self.config
+        plan = strategies.Cascade(c.teacher, c.samples, c.agree, c.recall, "label", c.threshold)
+        how: dict[str, str] = {}
+
+        async def student(recalled: list[dict[str, Any]], llm: LLM) -> list[strategies.Vote]:
+            demos = [*c.demos, *({"text": str(d.get("text", "")), "label": str(d["label"])} for d in recalled)]
+            labeller = Labeller(c.model_copy(update={"demos": demos}))
+            mine = replace(ctx, llm=llm)
+            sampling = [
+                {"temperature": strategies.SAMPLE_TEMPERATURE, "extra": {"seed": i}} if c.samples > 1 else {}
+                for i in range(c.samples)
+            ]
+            outs = await asyncio.gather(*(self._single(labeller, text, mine, **o) for o in sampling))
+            how["method"] = outs[0].method
+            return [strategies.Vote(o.label, o.confidence) for o in outs]
+
+        async def teacher(llm: LLM) -> str:
+            out = await self._single(self.labeller, text, replace(ctx, llm=llm))
+            how["method"] = out.method
+            return out.label
+
+        done = await strategies.decide(plan, ctx, text, {"text": text}, student, teacher)
+        label = nearest_label(done.answer, c.labels)
+        sure = done.confidence if done.by == "student" else None
+        return self.Outputs(label=label, confidence=sure, method=how.get("method", "text"))
 
     def _outputs(self, choice: Choice) -> Outputs:
         return self.Outputs(label=choice.label, confidence=choice.confidence, method=choice.method)

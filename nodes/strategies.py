@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from studio.node import LLM, Message, NodeContext, TeacherExample
+from studio.node import LLM, CascadeOutcome, Completion, Message, NodeContext, TeacherExample
 
 Strategy = Literal["single", "reasoning", "ensemble", "reflect", "cascade"]
 SAMPLE_TEMPERATURE = 0.7
@@ -119,15 +119,8 @@ def query_text(prompt: Prompt) -> str:
     return prompt.text if prompt.text is not None else prompt.messages[-1].content
 
 
-@dataclass(frozen=True)
-class Cascaded:
-    """A cascade's answer, who gave it and why."""
-
-    answer: str
-    by: Literal["student", "teacher"]
-    """`student` when enough of its samples agreed, else `teacher`."""
-    agreeing: int
-    """How many student samples gave the majority answer."""
+Cascaded = CascadeOutcome
+"""A cascade's answer, who gave it and why (`studio.node.CascadeOutcome`)."""
 
 
 @dataclass(frozen=True)
@@ -144,6 +137,34 @@ class Cascade:
     """How many of the teacher's past answers the student gets as demos."""
     output: str
     """The demo field that holds the answer (`text`, `label`, `data`)."""
+    confidence: float = 0.0
+    """The lowest student confidence that stands (`llm.classify`): its label share where the model
+    scores labels, else the share of samples that agree."""
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One student sample: its answer and, where measured, its confidence."""
+
+    answer: str
+    confidence: float | None = None
+
+
+class Metered:
+    """`ctx.llm` (or a teacher) that adds up what its calls cost; everything else is the model's."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.cost_usd = 0.0
+
+    async def complete(self, **request: Any) -> Completion:
+        """One call of the model, its cost added up."""
+        reply = await self.llm.complete(**request)
+        self.cost_usd += reply.cost_usd
+        return reply
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.llm, name)
 
 
 def asker(llm: LLM, **defaults: Any) -> Ask:
@@ -164,16 +185,70 @@ async def cascade(
     render: Callable[[list[dict[str, Any]]], Prompt],
     **defaults: Any,
 ) -> Cascaded:
-    """The student's majority answer given the teacher's nearest past answers as demos (`render`
-    puts them in the prompt), or, when fewer than `plan.agree` samples agree, the teacher's answer
-    to the plain prompt, which is kept in the node's memory under `query`."""
-    demos = [{**e.inputs, plan.output: e.output} for e in ctx.memory.nearest(query, plan.recall)]
-    student = asker(ctx.llm, **defaults)
-    answers = await samples(render(demos), student, plan.samples)
-    winner = majority(answers)
-    agreeing = sum(normalised(a) == normalised(winner) for a in answers)
-    if answers and agreeing >= min(plan.agree, plan.samples):
-        return Cascaded(winner, "student", agreeing)
-    answer = await asker(ctx.llm_for(plan.teacher), **defaults)(render([]))
+    """`llm.generate`'s cascade: the student's majority answer given the teacher's nearest past
+    answers as demos (`render` puts them in the prompt), or the teacher's answer to the plain prompt."""
+
+    async def student(demos: list[dict[str, Any]], llm: LLM) -> list[Vote]:
+        return [Vote(a) for a in await samples(render(demos), asker(llm, **defaults), plan.samples)]
+
+    async def teacher(llm: LLM) -> str:
+        return await asker(llm, **defaults)(render([]))
+
+    return await decide(plan, ctx, query, inputs, student, teacher)
+
+
+Student = Callable[[list[dict[str, Any]], LLM], Awaitable[list[Vote]]]
+"""`student(recalled demos, model)` → its sampled answers."""
+Teacher = Callable[[LLM], Awaitable[str]]
+"""`teacher(model)` → its answer."""
+
+
+async def decide(
+    plan: Cascade, ctx: NodeContext, query: str, inputs: dict[str, Any], student: Student, teacher: Teacher
+) -> Cascaded:
+    """Ask the student (with the teacher's `plan.recall` nearest past answers as demos); its
+    majority answer stands when `plan.agree` samples give it and its confidence reaches
+    `plan.confidence`, else the teacher answers and its answer is kept under `query`. While the
+    memory warms, the teacher answers every call. Each outcome is noted in the memory."""
+    metered = Metered(ctx.llm)
+    votes: list[Vote] = []
+    agreeing, sure = 0, None
+    if not ctx.memory.warming:
+        demos = [{**e.inputs, plan.output: e.output} for e in ctx.memory.nearest(query, plan.recall)]
+        votes = await student(demos, metered)
+        winner = majority([v.answer for v in votes])
+        agreeing = sum(normalised(v.answer) == normalised(winner) for v in votes)
+        sure = confidence([v for v in votes if normalised(v.answer) == normalised(winner)], len(votes))
+        needed = min(plan.agree, plan.samples)
+        if votes and agreeing >= needed and (sure is None or sure >= plan.confidence):
+            outcome = CascadeOutcome(
+                winner, "student", _reason(agreeing, len(votes), needed, sure, plan), agreeing, len(votes),
+                sure, metered.cost_usd,
+            )  # fmt: skip
+            ctx.memory.note(outcome)
+            return outcome
+        why = _reason(agreeing, len(votes), needed, sure, plan)
+    else:
+        why = "warming the memory"
+    paid = Metered(ctx.llm_for(plan.teacher, why=why))
+    answer = await teacher(paid)
     ctx.memory.remember(TeacherExample(query=query, inputs=inputs, output=answer))
-    return Cascaded(answer, "teacher", agreeing)
+    outcome = CascadeOutcome(answer, "teacher", why, agreeing, len(votes), sure, metered.cost_usd, paid.cost_usd)
+    ctx.memory.note(outcome)
+    return outcome
+
+
+def confidence(agreeing: list[Vote], samples: int) -> float | None:
+    """The student's confidence: the agreeing votes' mean label share where measured, else None
+    (a plain `agree` count decides)."""
+    measured = [v.confidence for v in agreeing if v.confidence is not None]
+    if measured:
+        return round(sum(measured) / len(measured), 4)
+    return None
+
+
+def _reason(agreeing: int, samples: int, needed: int, sure: float | None, plan: Cascade) -> str:
+    said = f"{agreeing} of {samples} samples agreed ({needed} needed)"
+    if sure is not None and plan.confidence:
+        return f"{said}, confidence {sure:.2f} (threshold {plan.confidence:.2f})"
+    return said

@@ -30,6 +30,7 @@ __all__ = [
     "NO_VALUE",
     "CallPurpose",
     "CapableLLM",
+    "CascadeOutcome",
     "ChatTurn",
     "Completion",
     "FlowCaller",
@@ -211,8 +212,33 @@ class TeacherExample:
     """The teacher's answer."""
 
 
+@dataclass(frozen=True)
+class CascadeOutcome:
+    """One call of a cascade: the answer, who gave it and why, and what each model cost."""
+
+    answer: str
+    """The node's answer."""
+    by: Literal["student", "teacher"]
+    """`student` when it was sure enough, else `teacher`."""
+    reason: str
+    """Why, in words (`2 of 3 samples agreed (2 needed)`, `confidence 0.41 < 0.70`, `warming`)."""
+    agreeing: int = 0
+    """Student samples that gave the majority answer."""
+    samples: int = 0
+    """Student samples taken (0 when warming: the teacher alone)."""
+    confidence: float | None = None
+    """The student's confidence in its answer, where measured (a classifier's label share)."""
+    student_cost_usd: float = 0.0
+    """What the student's calls cost."""
+    teacher_cost_usd: float = 0.0
+    """What the teacher's call cost."""
+
+
 class Memory(Protocol):
     """A node's teacher memory: its kept teacher answers, searchable by the current question."""
+
+    warming: bool
+    """True while a batch seeds the memory (`--warm-cascade`): the teacher answers every call."""
 
     def nearest(self, query: str, k: int) -> list[TeacherExample]:
         """Up to `k` kept examples closest to `query`, best first."""
@@ -222,16 +248,25 @@ class Memory(Protocol):
         """Keep one teacher answer."""
         ...
 
+    def note(self, outcome: CascadeOutcome) -> None:
+        """Record who answered one call and why (the cascade report reads these)."""
+        ...
+
 
 class _NoMemory:
+    warming = False
+
     def nearest(self, query: str, k: int) -> list[TeacherExample]:
         return []
 
     def remember(self, example: TeacherExample) -> None:
         return None
 
+    def note(self, outcome: CascadeOutcome) -> None:
+        return None
 
-def _no_other_models(alias: str) -> LLM:
+
+def _no_other_models(alias: str, why: str = "") -> LLM:
     raise NodeError(f"model alias {alias!r} is not reachable here", kind="no_model")
 
 
@@ -256,9 +291,10 @@ class NodeContext:
     """The flow's `tools:` section, resolved (`studio.tools.resolve_tools`)."""
     mcp: McpClient = field(default_factory=_NoMcp)
     """The run's MCP sessions; nodes use `mcp_tools` and `mcp_call`."""
-    llm_for: Callable[[str], LLM] = _no_other_models
-    """Another alias of the flow as a model, traced and budgeted like `llm` (a cascade's teacher);
-    only the aliases the node names in `model_aliases()` are reachable."""
+    llm_for: Callable[..., LLM] = _no_other_models
+    """`llm_for(alias, why="")`: another alias of the flow as a model, traced and budgeted like
+    `llm` (a cascade's teacher; `why` is kept in its calls' trace); only the aliases the node
+    names in `model_aliases()` are reachable."""
     memory: Memory = field(default_factory=_NoMemory)
     """The node's teacher memory (`strategy: cascade`)."""
 

@@ -401,7 +401,9 @@ class _Graph:
             tools=self.tools,
             mcp=self.shared.mcp,
             llm_for=functools.partial(self._llm_for, node, path, calls),
-            memory=self.shared.engine.memories.of(self.plan.flow.spec.name, path),
+            memory=self.shared.engine.memories.of(
+                self.plan.flow.spec.name, path, run_id=self.shared.run.run_id, version=self.shared.run.version
+            ),
         )
         try:
             with templates.time_limit(node.timeout_s):
@@ -417,11 +419,11 @@ class _Graph:
         on_token = self.shared.engine.token_sink(self.shared.run.run_id, path, self.shared.options)
         return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache, on_token)
 
-    def _llm_for(self, node: PlanNode, path: str, calls: list[CallRecord], alias: str) -> BoundLLM:
+    def _llm_for(self, node: PlanNode, path: str, calls: list[CallRecord], alias: str, why: str = "") -> BoundLLM:
         if alias not in dict(node.node.model_aliases()).values():
             raise NodeError(f"model alias {alias!r} is not one the node names", kind="no_model")
         cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
-        tag = {"cascade": "teacher"}
+        tag = {"cascade": "teacher", **({"why": why} if why else {})}
         return BoundLLM(path, alias, self.plan.models, self.client, calls, self.shared.budget, cache, tag=tag)
 
     async def call_flow(
@@ -466,8 +468,8 @@ class Engine:
         self.store = store
         self.max_concurrency = max_concurrency
         self.hooks = hooks or []
-        self.memories = Memories()
-        """Every node's teacher memory (`strategy: cascade`), kept while the engine lives."""
+        self.memories = Memories(store)
+        """Every node's teacher memory (`strategy: cascade`), kept in the store's teacher book."""
 
     def emit(self, event: HookEvent, *, run_id: str, **details: Any) -> None:
         """Call every hook with keyword arguments; hooks take **future_kwargs."""

@@ -1,47 +1,62 @@
 """Teacher memory: a node's kept teacher answers (`strategy: cascade`), nearest by BM25.
 
-Kept per engine (one process) and keyed by flow name and node id; retrieval scores each kept
-question against the current one with Okapi BM25 over lower-cased words.
+Kept in the engine's store (`studio.store.teacher`): a SQLite store keeps them in its file (FTS5's
+BM25), so a later run, process or `serve` recalls them; any other store keeps them in the process
+(`MemoryBook`, Okapi BM25 in Python over lower-cased words). Each run's node gets a `NodeMemory`:
+the book seen through its flow, node, run and flow version.
 """
 
 from __future__ import annotations
 
 import math
-import re
+import weakref
 from collections import Counter
+from typing import Any
 
-from studio.node import TeacherExample
+from studio.node import CascadeOutcome, TeacherExample
+from studio.store.teacher import Decision, KeptExample, SQLiteBook, TeacherBook, words
 
 K1 = 1.5
 """BM25's term-frequency saturation."""
 B = 0.75
 """BM25's length normalisation."""
 
-
-def words(text: str) -> list[str]:
-    """The lower-cased words of `text`."""
-    return re.findall(r"\w+", text.lower())
+__all__ = ["Memories", "MemoryBook", "NodeMemory", "bm25", "book_for", "words"]
 
 
-class ExampleMemory:
-    """One node's teacher examples (implements `studio.node.Memory`)."""
+class MemoryBook:
+    """A teacher book kept in the process (implements `studio.store.teacher.TeacherBook`)."""
 
     def __init__(self) -> None:
-        self.examples: list[TeacherExample] = []
+        self.kept: list[KeptExample] = []
+        self.noted: list[Decision] = []
 
-    def remember(self, example: TeacherExample) -> None:
-        """Keep one teacher answer; an answer to the same question replaces the older one."""
-        self.examples = [e for e in self.examples if e.query != example.query]
-        self.examples.append(example)
+    def remember(self, example: KeptExample) -> None:
+        """Keep one teacher answer; an answer to the same question of the node replaces the older one."""
+        same = (example.flow, example.node, example.query)
+        self.kept = [e for e in self.kept if (e.flow, e.node, e.query) != same]
+        self.kept.append(example)
 
-    def nearest(self, query: str, k: int) -> list[TeacherExample]:
-        """Up to `k` examples sharing a word with `query`, best BM25 score first."""
-        if k <= 0 or not self.examples:
+    def nearest(self, flow: str, node: str, query: str, k: int) -> list[KeptExample]:
+        """Up to `k` of the node's examples sharing a word with `query`, best BM25 score first."""
+        mine = self.examples(flow, node)
+        if k <= 0 or not mine:
             return []
-        docs = [words(e.query) for e in self.examples]
-        scores = bm25(words(query), docs)
+        scores = bm25(words(query), [words(e.query) for e in mine])
         ranked = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: -scores[i])
-        return [self.examples[i] for i in ranked[:k]]
+        return [mine[i] for i in ranked[:k]]
+
+    def examples(self, flow: str, node: str | None = None) -> list[KeptExample]:
+        """The kept answers of a flow (of one node), oldest first."""
+        return [e for e in self.kept if e.flow == flow and node in (None, e.node)]
+
+    def note(self, decision: Decision) -> None:
+        """Record one cascade call's decision."""
+        self.noted.append(decision)
+
+    def decisions(self, flow: str) -> list[Decision]:
+        """A flow's cascade decisions, oldest first."""
+        return [d for d in self.noted if d.flow == flow]
 
 
 def bm25(query: list[str], docs: list[list[str]]) -> list[float]:
@@ -62,12 +77,81 @@ def bm25(query: list[str], docs: list[list[str]]) -> list[float]:
     return scores
 
 
+_BOOKS: weakref.WeakKeyDictionary[Any, MemoryBook] = weakref.WeakKeyDictionary()
+
+
+def book_for(store: Any) -> TeacherBook:
+    """The teacher book of `store`: in its SQLite file when it has one, else one per store object
+    in this process."""
+    conn = getattr(store, "conn", None)
+    if conn is not None and getattr(store, "path", None) is not None and hasattr(conn, "executescript"):
+        return SQLiteBook(conn)
+    try:
+        return _BOOKS.setdefault(store, MemoryBook())
+    except TypeError:  # a store that takes no weak reference
+        return MemoryBook()
+
+
+class NodeMemory:
+    """One node's memory in one run (implements `studio.node.Memory`)."""
+
+    def __init__(
+        self, book: TeacherBook, flow: str, node: str, *, run_id: str | None, version: str | None, warming: bool
+    ) -> None:
+        self.book = book
+        self.flow = flow
+        self.node = node
+        self.run_id = run_id
+        self.version = version
+        self.warming = warming
+
+    @property
+    def examples(self) -> list[TeacherExample]:
+        """The node's kept teacher answers, oldest first."""
+        return [_teacher(e) for e in self.book.examples(self.flow, self.node)]
+
+    def nearest(self, query: str, k: int) -> list[TeacherExample]:
+        """Up to `k` kept examples closest to `query`, best first."""
+        return [_teacher(e) for e in self.book.nearest(self.flow, self.node, query, k)]
+
+    def remember(self, example: TeacherExample) -> None:
+        """Keep one teacher answer, with the run and flow version that asked."""
+        self.book.remember(
+            KeptExample(self.flow, self.node, example.query, example.inputs, example.output, self.version, self.run_id)
+        )
+
+    def note(self, outcome: CascadeOutcome) -> None:
+        """Record who answered one call and why."""
+        o = outcome
+        self.book.note(
+            Decision(
+                self.flow,
+                self.node,
+                o.by,
+                o.reason,
+                o.agreeing,
+                o.samples,
+                o.confidence,
+                o.student_cost_usd,
+                o.teacher_cost_usd,
+                self.run_id,
+                self.version,
+            )
+        )
+
+
+def _teacher(example: KeptExample) -> TeacherExample:
+    return TeacherExample(example.query, example.inputs, example.output)
+
+
 class Memories:
-    """Every node's teacher memory in one engine, by (flow name, node id)."""
+    """Every node's teacher memory for one engine, kept in its store's teacher book."""
 
-    def __init__(self) -> None:
-        self.by_node: dict[tuple[str, str], ExampleMemory] = {}
+    def __init__(self, store: Any = None) -> None:
+        self.book: TeacherBook = book_for(store) if store is not None else MemoryBook()
+        self.warming = False
+        """True for a `batch --warm-cascade`: every cascade asks its teacher, to seed the memory."""
 
-    def of(self, flow: str, node: str) -> ExampleMemory:
-        """The memory of `node` in `flow` (created empty on first use)."""
-        return self.by_node.setdefault((flow, node), ExampleMemory())
+    def of(self, flow: str, node: str, *, run_id: str | None = None, version: str | None = None) -> NodeMemory:
+        """The memory of `node` in `flow`, for one run of a flow version."""
+        return NodeMemory(self.book, flow, node, run_id=run_id, version=version, warming=self.warming)

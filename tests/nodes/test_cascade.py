@@ -11,7 +11,7 @@ from studio.flow.spec import load_flow_text
 from studio.node import TeacherExample
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine
-from studio.runtime.memory import ExampleMemory
+from studio.runtime.memory import MemoryBook, NodeMemory
 from studio.store import MemoryStore
 from tests.nodes.runner import HEADER
 
@@ -89,7 +89,7 @@ def test_a_cascade_without_a_teacher_is_a_compile_error() -> None:
 
 
 def test_the_memory_recalls_the_nearest_questions_first() -> None:
-    memory = ExampleMemory()
+    memory = NodeMemory(MemoryBook(), "f", "n", run_id=None, version=None, warming=False)
     for query, output in [
         ("refund my order", "billing"),
         ("app crashes on start", "bug"),
@@ -100,13 +100,3 @@ def test_the_memory_recalls_the_nearest_questions_first() -> None:
     assert [e.output for e in nearest] == ["bug"]  # only examples sharing a word
     assert [e.query for e in memory.nearest("refund for my order", 1)] == ["refund my order"]
     assert memory.nearest("unrelated words", 3) == []
-
-
-def test_a_classifier_refuses_a_cascade_it_cannot_run_yet() -> None:
-    flow = """
-models: {default: {model: scripted, script: [{reply: a}]}}
-nodes:
-  pick: {type: llm.classify, inputs: {text: hi}, config: {labels: [a, b], strategy: cascade}}
-"""
-    with pytest.raises(CompileError, match=r"not available on llm\.classify yet"):
-        compile_flow(load_flow_text(HEADER + flow))
