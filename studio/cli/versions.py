@@ -39,7 +39,9 @@ def flow_and_version(text: str, db: str | None) -> tuple[str, str | None]:
 @click.argument("flow", type=click.Path(exists=True, dir_okay=False))
 @click.option("--tag", default=None, help="Point this tag (e.g. prod, v1) at the version.")
 @click.option("--note", default=None, help="What changed, kept with the version.")
-@click.option("--author", default=None, help="Who publishes (default $USER).")
+@click.option(
+    "--author", default=None, help="Who publishes (default: the user running it, as $LOGNAME or $USER name it)."
+)
 @db_option
 @json_option
 @friendly

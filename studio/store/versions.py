@@ -35,7 +35,7 @@ class VersionRecord:
     created_at: str = field(default_factory=now)
     """When it was first published (ISO 8601, UTC)."""
     author: str | None = None
-    """Who published it (`--author`, else the publisher's $USER); None when unknown."""
+    """Who published it (`--author`, else the account that published it); None when unknown."""
 
 
 @dataclass

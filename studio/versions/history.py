@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import getpass
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,8 +80,12 @@ def publish(
 
 
 def publisher() -> str | None:
-    """Who publishes when nobody says: the user this process runs as ($USER, else $USERNAME)."""
-    return os.environ.get("USER") or os.environ.get("USERNAME") or None
+    """Who publishes when nobody says: the user this process runs as ($LOGNAME, $USER, else the
+    account's name); None when there is none."""
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no such variables and no passwd entry (a bare container)
+        return None
 
 
 def store_snapshot(

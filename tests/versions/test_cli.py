@@ -23,7 +23,7 @@ def test_publish_prints_the_id_and_tag_and_versions_lists_them(cli: CLI, tmp_pat
     first = _publish(cli, main)
     assert first.startswith(done.out.split("@")[1][:12])  # unchanged content: the same id
     edit(tmp_path / "sub" / "shout.yaml", "upper }}!", "upper }}!!")
-    again = cli("publish", str(main), "--tag", "v2", "--json", env={"USER": "bob"})
+    again = cli("publish", str(main), "--tag", "v2", "--json", env={"LOGNAME": "bob", "USER": "bob"})
     second = str(again.json()["version"])
     assert second != first and again.json()["author"] == "bob"
     listed = cli("versions", "greet", "--json")
