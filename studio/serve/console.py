@@ -32,7 +32,9 @@ def console(flow_file: str | Path, *, prog: str, argv: Sequence[str] | None = No
     parser.add_argument("--host", default=DEFAULT_HOST, help="Address to bind (a non-loopback one needs --token-env).")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="Port (0: any free one).")
     parser.add_argument(
-        "--db", metavar="PATH", help="SQLite store (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db)."
+        "--db",
+        metavar="PATH|URL",
+        help="SQLite file or postgresql:// URL (default: $FLOWSTUDIO_DB or .flowstudio/flowstudio.db).",
     )
     parser.add_argument("--token-env", metavar="NAME", help="Require `Authorization: Bearer $NAME`.")
     parser.add_argument("--max-concurrency", type=int, default=DEFAULT_MAX_RUNS, help="Runs executing at once.")

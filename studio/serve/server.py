@@ -59,7 +59,7 @@ def serve(
 
     token = read_token(token_env, host)
     store_path = db_location(db)
-    count = check_flows(path, Path(store_path) if published else None)
+    count = check_flows(path, store_path if published else None)
     app = create_app(
         path,
         db=store_path,

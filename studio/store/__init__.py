@@ -19,8 +19,9 @@ DB_ENV = "FLOWSTUDIO_DB"
 
 
 def default_db_path(flow_dir: Path | None = None) -> Path:
-    """`--db` else FLOWSTUDIO_DB else `.flowstudio/flowstudio.db` beside the flows."""
-    if os.environ.get(DB_ENV):
+    """FLOWSTUDIO_DB (a SQLite file) else `.flowstudio/flowstudio.db` beside the flows: a local folder
+    for what sits beside the store (materialised versions, launch logs) when FLOWSTUDIO_DB is a URL."""
+    if os.environ.get(DB_ENV) and not is_url(os.environ[DB_ENV]):
         return Path(os.environ[DB_ENV])
     return (flow_dir or Path.cwd()) / ".flowstudio" / "flowstudio.db"
 
