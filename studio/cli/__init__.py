@@ -11,6 +11,7 @@ import click
 
 from studio.cli import (
     blame,
+    cascade,
     database,
     evaluate,
     export,
@@ -68,6 +69,7 @@ for command in (
     versions.promote,
     reviews.review,
     reviews.dataset,
+    cascade.cascade_group,
 ):
     main.add_command(command)
 

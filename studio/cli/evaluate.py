@@ -55,6 +55,11 @@ EXIT_INTERRUPTED = 130
     "--ray-address", default=None, metavar="ADDR", help="Join this Ray cluster (default: start a local Ray runtime)."
 )
 @click.option("--cache/--no-cache", default=True, help="Serve repeated model calls from the LLM cache (default on).")
+@click.option(
+    "--warm-cascade",
+    is_flag=True,
+    help="Cascade nodes ask their teacher alone and keep every answer: seeds the memory their student recalls.",
+)
 @db_option
 @json_option
 @user_options
@@ -76,6 +81,7 @@ def batch(
     executor: str,
     ray_address: str | None,
     cache: bool,
+    warm_cascade: bool,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -87,6 +93,8 @@ def batch(
     from studio.errors import InputError
     from studio.evaluate.batch import BatchOptions, prepare_batch
 
+    if warm_cascade and executor == "ray":
+        raise InputError("--warm-cascade runs the batch in this process: leave out --executor ray", field="--executor")
     if resume is None and (flow is None or data is None):
         raise InputError(
             "give a FLOW and --data, or --resume EXPERIMENT_ID", field="FLOW" if flow is None else "--data"
@@ -111,6 +119,7 @@ def batch(
         concurrency=concurrency,
         executor="ray" if executor == "ray" else "local",
         ray_address=ray_address,
+        warm_cascade=warm_cascade,
     )
     if flow is not None:
         from studio.cli.checks import EXTRA_ALIASES, check_aliases

@@ -306,6 +306,8 @@ async def run_prepared(
         from studio.evaluate.ray_executor import RayExecutor
 
         executor = RayExecutor(store, address=options.ray_address)
+    elif options.warm_cascade:
+        executor = LocalExecutor(store, warm_cascade=True)
     try:
         return await run_batch(
             plan,

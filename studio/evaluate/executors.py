@@ -56,8 +56,10 @@ class Executor(Protocol):
 class LocalExecutor:
     """Examples as asyncio tasks in this process, `concurrency` at a time, on one engine."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, warm_cascade: bool = False) -> None:
         self.store = store
+        self.warm_cascade = warm_cascade
+        """Cascades ask their teacher alone (`batch --warm-cascade`)."""
 
     async def run(
         self,
@@ -71,6 +73,7 @@ class LocalExecutor:
         """Run the examples as asyncio tasks on one engine over this store."""
         exporters = hooks_from_env()  # OTLP export when OTEL_EXPORTER_OTLP_ENDPOINT is set
         engine = Engine(self.store, hooks=exporters)
+        engine.memories.warming = self.warm_cascade
         pending = iter(examples)
         finished: asyncio.Queue[tuple[Example, Outcome]] = asyncio.Queue()
 

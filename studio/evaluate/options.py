@@ -37,6 +37,8 @@ class BatchOptions:
     ray_address: str | None = None
     version: str | None = None
     """The flow version the runs record (`NAME@REF`'s id, or the working files' content hash)."""
+    warm_cascade: bool = False
+    """Every `strategy: cascade` node asks its teacher alone, so its answers seed the node's memory."""
 
     def config(self, plan: Plan, dataset: Dataset) -> dict[str, Any]:
         """The experiment's config: the options with absolute paths, plus what they resolved to."""
