@@ -13,6 +13,12 @@ The LLM cache goes through the driver: a task asks a cache actor the driver owns
 driver's node, reading the driver's SQLite store) before each model call, and returns the replies
 it paid for with its run; the driver writes them into its store and hands them to the actor, so
 later tasks of the batch, and every task of a repeated batch, are served without a call.
+
+On a PostgreSQL store (`--db postgresql://...`) nothing goes through the driver: each worker
+process opens the store itself (once, kept for its later tasks) and its engine writes the run, its
+steps and calls as a local run would (each step committed before its dependents start), and reads
+and writes the shared LLM cache there. A task returns only what the driver scores (the run's row
+and its call counts); the workers must reach the database server.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from studio.store.sqlite import SQLiteStore
 
 _plans: dict[tuple[str, str, tuple[tuple[str, str], ...]], Plan] = {}
 """Compiled plans per worker process, so a worker compiles each flow once."""
+_stores: dict[str, Store] = {}
+"""Per worker process: the PostgreSQL store each URL names, opened by the first task that needs it."""
 
 
 def _ray() -> Any:
@@ -89,6 +97,48 @@ class _RecordingStore(MemoryStore):
         self.paid.append((key, model, response))
 
 
+def _plan(flow_text: str, flow_path: str | None, run_options: RunOptions) -> Plan:
+    key = (flow_text, flow_path or "", tuple(sorted(run_options.models.items())))
+    plan = _plans.get(key)
+    if plan is None:
+        path = Path(flow_path) if flow_path else None
+        plan = _plans[key] = compile_flow(load_flow_text(flow_text, flow_path or "<flow>", path), run_options.models)
+    return plan
+
+
+def _shared_store(url: str) -> Store:
+    """This worker's store on the PostgreSQL server at `url`."""
+    store = _stores.get(url)
+    if store is None:
+        from studio.store.postgres import PostgresStore
+
+        store = _stores[url] = PostgresStore(url)
+    return store
+
+
+def run_on_store(
+    flow_text: str, flow_path: str | None, inputs: dict[str, Any], options: dict[str, Any], experiment_id: str, url: str
+) -> dict[str, Any]:
+    """The Ray task on a shared store: run one example writing straight into the PostgreSQL store
+    at `url` (cache included); return the run's row and its call counts."""
+    run_options = RunOptions.from_json(options)
+    plan = _plan(flow_text, flow_path, run_options)
+    store = _shared_store(url)
+    start = time.perf_counter()
+    result = asyncio.run(Engine(store).run(plan, inputs, options=run_options, experiment_id=experiment_id))
+    latency = time.perf_counter() - start
+    run = store.get_run(result.run_id)
+    assert run is not None
+    calls = store.calls(result.run_id)
+    return {
+        "run": asdict(run),
+        "written": True,
+        "calls": len(calls),
+        "cache_hits": sum(call.cache_hit for call in calls),
+        "latency_s": latency,
+    }
+
+
 def run_example(
     flow_text: str,
     flow_path: str | None,
@@ -99,11 +149,7 @@ def run_example(
 ) -> dict[str, Any]:
     """The Ray task: run one example, return the run, its steps and calls as plain data."""
     run_options = RunOptions.from_json(options)
-    key = (flow_text, flow_path or "", tuple(sorted(run_options.models.items())))
-    plan = _plans.get(key)
-    if plan is None:
-        path = Path(flow_path) if flow_path else None
-        plan = _plans[key] = compile_flow(load_flow_text(flow_text, flow_path or "<flow>", path), run_options.models)
+    plan = _plan(flow_text, flow_path, run_options)
     store = _RecordingStore(cache if run_options.cache else None)
     start = time.perf_counter()
     result = asyncio.run(Engine(store).run(plan, inputs, options=run_options, experiment_id=experiment_id))
@@ -119,7 +165,8 @@ def run_example(
 
 
 class RayExecutor:
-    """Examples as Ray tasks, at most `concurrency` in flight; results written to the driver's store."""
+    """Examples as Ray tasks, at most `concurrency` in flight; results written to the driver's store
+    (on PostgreSQL: by the workers themselves)."""
 
     def __init__(self, store: Store, *, address: str | None = None, num_cpus: int | None = None) -> None:
         self.store = store
@@ -132,8 +179,14 @@ class RayExecutor:
             elif num_cpus:
                 settings["num_cpus"] = num_cpus
             self.ray.init(**settings)
-        self.task = self.ray.remote(run_example)
-        self.cache = self._cache_service()
+        url = getattr(store, "url", None)
+        self.shared_url: str | None = url if isinstance(url, str) and url.startswith("postgres") else None
+        """The PostgreSQL URL the workers write to themselves; None: they return runs to the driver."""
+        if self.shared_url is not None:
+            self.task, self.cache = self.ray.remote(run_on_store), None
+        else:
+            self.task = self.ray.remote(run_example)
+            self.cache = self._cache_service()
 
     def _cache_service(self) -> Any:
         """The cache actor, on the driver's node so it can open the driver's SQLite file."""
@@ -162,7 +215,8 @@ class RayExecutor:
 
         def submit() -> None:
             for example in pending:
-                ref = self.task.remote(flow.text, flow_path, example.inputs, settings, experiment_id, self.cache)
+                last = self.shared_url if self.shared_url is not None else self.cache
+                ref = self.task.remote(flow.text, flow_path, example.inputs, settings, experiment_id, last)
                 in_flight[asyncio.wrap_future(ref.future())] = example
                 if len(in_flight) >= concurrency:
                     return
@@ -186,12 +240,17 @@ class RayExecutor:
         except Exception as err:
             return Outcome(None, "failed", None, f"ray task failed: {type(err).__name__}: {err}", 0, 0.0, 0.0)
         run = RunRecord(**data["run"])
+        if data.get("written"):  # the worker wrote it into the shared store
+            return Outcome(
+                run.run_id, run.status, run.outputs, run.error, run.tokens, run.cost_usd, data["latency_s"],
+                calls=data["calls"], cache_hits=data["cache_hits"],
+            )  # fmt: skip
         steps = [(StepRecord(**s["step"]), [CallRecord(**c) for c in s["calls"]]) for s in data["steps"]]
         self.store.import_run(run, flow_text, steps)
         paid = [(key, model, response) for key, model, response in data.get("cache", [])]
         for key, model, response in paid:
             self.store.cache_put(key, model, response)
-        if paid:
+        if paid and self.cache is not None:
             self.cache.put.remote(paid)
         calls = [call for _, made in steps for call in made]
         return Outcome(
