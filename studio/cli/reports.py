@@ -15,6 +15,7 @@ from rich.text import Text
 from studio.runtime.engine import RunResult
 from studio.secrets import escape_controls, mask
 from studio.store.base import CallRecord, RunRecord, StepRecord
+from studio.store.teacher import Decision
 
 
 def run_row(run: RunRecord) -> dict[str, Any]:
@@ -124,9 +125,11 @@ def print_trace(
     calls: list[CallRecord],
     console: Console | None = None,
     full: bool = False,
+    decisions: list[Decision] | None = None,
 ) -> None:
     """The per-node table of one run, errors spelled out below it; `full` adds every step's inputs,
-    outputs, and its model calls' prompts and replies."""
+    outputs, and its model calls' prompts and replies; `decisions`: its cascade calls' (who
+    answered and why)."""
     console = console or Console()
     console.print(
         _text(f"run {run.run_id} of {_plain(run.flow)}: {run.status}  tokens {run.tokens}  cost ${run.cost_usd:.6f}"),
@@ -156,8 +159,19 @@ def print_trace(
     console.print(
         f"{len(calls)} model call(s)" + ("" if full else "; --full shows inputs, outputs, prompts and replies")
     )
+    for line in cascade_lines(decisions or []):
+        console.print(_text(line))
     if split := cascade_split(calls):
         console.print(_text(split))
+
+
+def cascade_lines(decisions: list[Decision]) -> list[str]:
+    """One line per cascade call of a run: who answered, why, and what each model cost."""
+    return [
+        f"cascade {d.node}: {d.by} answered ({d.reason}); student ${d.student_cost_usd:.6f}"
+        + (f", teacher ${d.teacher_cost_usd:.6f}" if d.by == "teacher" else "")
+        for d in decisions
+    ]
 
 
 def cascade_split(calls: list[CallRecord]) -> str:

@@ -115,7 +115,10 @@ def trace(run_ids: tuple[str, ...], otlp: str | None, full: bool, db: str | None
     if as_json:
         print_json([step_row(s) for s in steps])
     else:
-        print_trace(record, steps, store.calls(run_id), full=full)
+        from studio.runtime.memory import book_for
+
+        decisions = [d for d in book_for(store).decisions(record.flow) if d.run_id == run_id]
+        print_trace(record, steps, store.calls(run_id), full=full, decisions=decisions)
 
 
 def _export(run_ids: tuple[str, ...], otlp: str | None, db: str | None, as_json: bool) -> None:

@@ -101,3 +101,15 @@ def test_a_report_without_calls_says_so() -> None:
         "cascade report: f",
         "no cascade calls recorded yet (a node with `strategy: cascade` records each call)",
     ]
+
+
+def test_the_trace_says_who_answered_each_cascade_call_and_why(cli: CLI, tmp_path: Path) -> None:
+    flow = tmp_path / "capitals.yaml"
+    flow.write_text(FLOW)
+    ran = cli("run", str(flow), "-i", "question=capital of Spain?", "--json")
+    shown = cli("trace", json.loads(ran.out)["run_id"])
+    assert shown.code == 0, shown.err
+    assert (
+        "cascade ask: teacher answered (1 of 3 samples agreed (2 needed)); student $0.000000, teacher $0."
+        in " ".join(shown.out.split())
+    )
