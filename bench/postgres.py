@@ -8,7 +8,9 @@ Parts:
   * replicas - two `flowstudio serve` replicas on one PostgreSQL (lease --lease-s), --runs
     background runs of a scripted three-node flow sent round-robin, the first replica killed with
     SIGKILL once half are sent (the rest go to the other): runs finished and lost, finished steps run twice (counted from the
-    store), the time from the kill to the first run taken over and to the last run finished.
+    store), the time from the kill to the first run taken over (its first step after the kill that
+    the survivor started, read from the store's timestamps, so sending the rest does not delay the
+    measure) and to the last run finished.
 
 A PostgreSQL 15 cluster is started in a temp dir (tests/pgserver.py) unless --url names one.
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import os
 import re
@@ -50,6 +53,7 @@ from studio.runtime import registry  # noqa: E402
 from studio.runtime.compiler import compile_flow  # noqa: E402
 from studio.runtime.engine import Engine  # noqa: E402
 from studio.store import MemoryStore, SQLiteStore  # noqa: E402
+from studio.store.base import now  # noqa: E402
 from studio.store.postgres import PostgresStore  # noqa: E402
 from tests import pgserver  # noqa: E402
 
@@ -136,6 +140,11 @@ def _replica(flows: Path, url: str, lease_s: float) -> tuple[subprocess.Popen[st
     raise RuntimeError("a replica did not start")
 
 
+def _seconds(since: str, until: str) -> float:
+    """Seconds between two of the store's ISO timestamps."""
+    return (dt.datetime.fromisoformat(until) - dt.datetime.fromisoformat(since)).total_seconds()
+
+
 def _scalar(url: str, sql: str) -> Any:
     with psycopg.connect(url) as conn:
         row = conn.execute(sql).fetchone()
@@ -147,7 +156,7 @@ def replicas(tmp: Path, url: str, runs: int, lease_s: float) -> dict[str, Any]:
     flows.mkdir()
     (flows / "three.yaml").write_text(SERVED)
     (first, first_url), (second, second_url) = _replica(flows, url, lease_s), _replica(flows, url, lease_s)
-    killed_at, took_over, client = 0.0, None, httpx.Client(timeout=60)
+    killed_at, killed_wall, client = 0.0, "", httpx.Client(timeout=60)
     try:
         for n in range(runs):
             target = second_url if killed_at or n % 2 else first_url  # round-robin while both live
@@ -158,15 +167,19 @@ def replicas(tmp: Path, url: str, runs: int, lease_s: float) -> dict[str, Any]:
             if n == runs // 2:
                 os.kill(first.pid, signal.SIGKILL)
                 first.wait()
-                killed_at = time.monotonic()
+                killed_at, killed_wall = time.monotonic(), now()
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            if took_over is None and _scalar(url, "SELECT count(*) FROM serve_queue WHERE claims > 1"):
-                took_over = time.monotonic() - killed_at
             if _scalar(url, "SELECT count(*) FROM runs WHERE status = 'succeeded'") == runs:
                 break
             time.sleep(0.1)
-        finished_s = time.monotonic() - killed_at
+        resumed = _scalar(
+            url,
+            "SELECT min(s.started_at) FROM steps s JOIN serve_queue q USING (run_id)"
+            f" WHERE q.claims > 1 AND s.started_at > '{killed_wall}'",
+        )
+        took_over = _seconds(killed_wall, resumed) if resumed else None
+        finished_s = _seconds(killed_wall, _scalar(url, "SELECT max(ended_at) FROM runs"))
     finally:
         client.close()
         for process in (first, second):
