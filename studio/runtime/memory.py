@@ -1,8 +1,9 @@
 """Teacher memory: a node's kept teacher answers (`strategy: cascade`), nearest by BM25.
 
 Kept in the engine's store (`studio.store.teacher`): a SQLite store keeps them in its file (FTS5's
-BM25), so a later run, process or `serve` recalls them; any other store keeps them in the process
-(`MemoryBook`, Okapi BM25 in Python over lower-cased words). Each run's node gets a `NodeMemory`:
+BM25), a PostgreSQL store in its database (`ts_rank`), so a later run, process or `serve` recalls
+them; the memory store keeps them in the process (`MemoryBook`, Okapi BM25 in Python over
+lower-cased words). Each run's node gets a `NodeMemory`:
 the book seen through its flow, node, run and flow version.
 """
 
@@ -81,11 +82,15 @@ _BOOKS: weakref.WeakKeyDictionary[Any, MemoryBook] = weakref.WeakKeyDictionary()
 
 
 def book_for(store: Any) -> TeacherBook:
-    """The teacher book of `store`: in its SQLite file when it has one, else one per store object
-    in this process."""
+    """The teacher book of `store`: in its SQLite file or PostgreSQL database, else (the memory
+    store) one per store object in this process."""
     conn = getattr(store, "conn", None)
     if conn is not None and getattr(store, "path", None) is not None and hasattr(conn, "executescript"):
         return SQLiteBook(conn)
+    if type(store).__module__ == "studio.store.postgres":
+        from studio.store.postgres_teacher import PostgresBook
+
+        return PostgresBook(store)
     try:
         return _BOOKS.setdefault(store, MemoryBook())
     except TypeError:  # a store that takes no weak reference

@@ -158,3 +158,24 @@ async def test_low_confidence_escalates_even_when_the_samples_agree() -> None:
         ("student", 0.9, "v1"),
         ("teacher", 0.4, "v1"),
     ]
+
+
+async def test_a_postgresql_store_keeps_the_teacher_answers_for_the_next_engine(postgres_url: str) -> None:
+    from studio.store.postgres import PostgresStore
+
+    plan = compile_flow(load_flow_text(HEADER + FLOW % "big"))
+    store = PostgresStore(postgres_url)
+    try:
+        first = await Engine(store).run(plan, {"question": "What is the capital of France?"})
+        assert first.outputs == {"answer": "Paris"}, first.error
+        engine = Engine(store)  # a new engine: nothing kept in the process
+        again = await engine.run(plan, {"question": "Tell me the capital of France"})
+        assert again.outputs == {"answer": "Paris"}, again.error
+        assert all(c.cost_usd == 0 for c in store.calls(again.run_id))
+        assert [d.by for d in engine.memories.book.decisions("scenario")] == ["teacher", "student"]
+        book = engine.memories.book
+        book.remember(KeptExample("scenario", "ask", "What is the capital of France?", {}, "Paris!"))
+        assert [e.output for e in book.examples("scenario", "ask")] == ["Paris!"]  # replaced
+        assert book.nearest("scenario", "ask", "nothing alike", 2) == []
+    finally:
+        store.close()
