@@ -55,6 +55,9 @@ def test_batch_optimize_review_and_versions_write_to_the_url_in_flowstudio_db(
     review = _cli(tmp_path, postgres_url, "review", run_id[:8], "--verdict", "good", "--json")
     assert review.code == 0, review.err
     assert [r["run_id"] for r in _cli(tmp_path, postgres_url, "runs", "--reviewed", "--json").json()] == [run_id]
+    rows = _cli(tmp_path, postgres_url, "dataset", "from-reviews", "ticket-triage", "--out", "reviewed.jsonl")
+    assert rows.code == 0, rows.err
+    assert len((tmp_path / "reviewed.jsonl").read_text().splitlines()) == 1
 
     main = make(tmp_path / "project")
     published = _cli(tmp_path, postgres_url, "publish", str(main), "--tag", "v1", "--json")
