@@ -84,6 +84,11 @@ db_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 
 
+def durability_option(help_text: str) -> Callable[[F], F]:
+    """`--durability sync|async|exit` (`studio.runtime.durability`), None when not given."""
+    return click.option("--durability", type=click.Choice(["sync", "async", "exit"]), default=None, help=help_text)
+
+
 def run_options(command: F) -> F:
     """The options `run`, `resume` and `rerun` share: store, output, budgets, cache."""
     decorators = [
@@ -108,6 +113,11 @@ def run_options(command: F) -> F:
         click.option(
             "--cache/--no-cache", default=None, help="Serve repeated model calls from the LLM cache (default on)."
         ),
+        durability_option(
+            "When finished steps reach the store: sync (each before its dependents), async (in the background,"
+            " all before the run ends) or exit (all at the end). Default: the flow's `durability:`, else sync;"
+            " a resume keeps the run's."
+        ),
         db_option,
         json_option,
     ]
@@ -121,7 +131,7 @@ def options_from(base: Any, flags: dict[str, Any]) -> Any:
     from studio.runtime.engine import RunOptions
 
     options = base or RunOptions()
-    for name in ("max_cost", "max_tokens", "max_steps", "cache", "max_concurrency"):
+    for name in ("max_cost", "max_tokens", "max_steps", "cache", "max_concurrency", "durability"):
         if flags.get(name) is not None:
             setattr(options, name, flags[name])
     return options

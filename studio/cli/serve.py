@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
-from studio.cli.common import db_option, friendly, http_client_options
+from studio.cli.common import db_option, durability_option, friendly, http_client_options
 from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,6 +40,10 @@ F = TypeVar("F", bound=Callable[..., Any])
     metavar="PATTERN",
     help="Models a request may swap in besides the flow's own (fnmatch, e.g. 'openai/gpt-4o*'). Repeatable.",
 )
+@durability_option(
+    "When a run's finished steps reach the store, for flows whose file names no `durability:`:"
+    " sync (default), async or exit (see `flowstudio run --help`)."
+)
 @http_client_options(token_scope="every request but /healthz")
 @friendly
 def serve(
@@ -53,6 +57,7 @@ def serve(
     allow_models: tuple[str, ...],
     max_body_bytes: int,
     published: bool,
+    durability: str | None,
 ) -> None:
     """Serve a flow file, or every flow of a folder, over HTTP; prints the URL.
 
@@ -74,6 +79,7 @@ def serve(
         max_body_bytes=max_body_bytes,
         announce=_announce,
         published=published,
+        durability=durability,  # type: ignore[arg-type]  # click.Choice checked it
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-TOP_ORDER = ["flowstudio", "name", "description", "inputs", "outputs", "models", "tools", "nodes"]
+TOP_ORDER = ["flowstudio", "name", "description", "inputs", "outputs", "models", "tools", "durability", "nodes"]
 NODE_ORDER = ["type", "description", "model", "when", "after", "inputs", "config", "retry", "timeout_s", "cache"]
 MODEL_ORDER = ["model", "temperature", "max_tokens", "stop", "api_key", "api_base", "fallbacks", "retries"]
 

@@ -25,6 +25,9 @@ _KEY_LIKE = re.compile(r"^(sk-|sk_|sk-ant-|xox[bp]-|AKIA|AIza|ghp_|hf_)[A-Za-z0-
 _SECRET_NAME = re.compile(r"(key|token|secret|password)", re.IGNORECASE)
 _TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TOOL_TARGET = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
+Durability = Literal["sync", "async", "exit"]
+"""When a run's finished steps reach the store (`studio.runtime.durability`)."""
+DURABILITIES: tuple[Durability, ...] = ("sync", "async", "exit")
 
 
 class _Strict(BaseModel):
@@ -193,6 +196,12 @@ class FlowSpec(_Strict):
     starts, never on validate."""
     nodes: dict[str, NodeSpec]
     """The nodes, by id ([a-z][a-z0-9_]*)."""
+    durability: Durability | None = None
+    """When finished steps are written to the store: `sync` (each step before its dependents
+    start; a crash loses only the steps in flight), `async` (in the background, all of them
+    before the run ends; a crash may lose a few more finished steps, never a finished run's
+    record) or `exit` (all at the end; a crash loses every step and a resume starts over).
+    Omitted: the server's `--durability`, else `sync`; a run's `--durability` wins over it."""
 
     @field_validator("tools")
     @classmethod

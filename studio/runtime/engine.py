@@ -12,7 +12,7 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -20,7 +20,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
 from studio.flow import paths, templates
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
-from studio.flow.spec import Flow, load_flow
+from studio.flow.spec import Durability, Flow, load_flow
 from studio.flow.values import check_depth
 from studio.mcp.sessions import McpSessions
 from studio.models import client_for
@@ -28,6 +28,7 @@ from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.runtime.budget import Budget
 from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
+from studio.runtime.durability import StepWriter, choose, flush_quietly, step_writer
 from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
 from studio.runtime.memory import Memories
@@ -72,6 +73,9 @@ class RunOptions:
     version: str | None = None
     """The version id the run records (a published version, or the working files' content hash);
     None: the flow file's own content hash."""
+    durability: Durability | None = None
+    """When finished steps reach the store: `sync`, `async` or `exit` (`studio.runtime.durability`);
+    None: the flow's `durability:`, else `sync`. A run stores the mode it used."""
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
@@ -172,6 +176,11 @@ class _Shared:
     """The run's MCP sessions, closed when the run ends."""
     clients: dict[tuple[str, str], ModelClient] = field(default_factory=dict)
     """One client per model setting for the whole run, so a scripted model's turns carry into sub-flows."""
+    writer: StepWriter = field(init=False)
+    """Where the run's steps go, as its durability mode says."""
+
+    def __post_init__(self) -> None:
+        self.writer = step_writer(self.engine.store, self.options.durability or "sync")
 
 
 class _Graph:
@@ -320,7 +329,7 @@ class _Graph:
         self._done(node.id, SKIPPED if done.status == "skipped" else (done.outputs or {}))
         if self.shared.copy_finished:
             reused = StepRecord(node=path, status=done.status, inputs=done.inputs, outputs=done.outputs, reused=True)
-            await self.shared.engine.store.commit_step(self.shared.run.run_id, reused, [])
+            await self.shared.writer.step(self.shared.run.run_id, reused, [])
         return True
 
     async def _run_node(self, node: PlanNode) -> None:
@@ -355,7 +364,7 @@ class _Graph:
         step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
         step.cost_usd = sum(c.cost_usd for c in calls)
         step.cached = bool(calls) and all(c.cache_hit for c in calls)
-        await self.shared.engine.store.commit_step(self.shared.run.run_id, step, calls)
+        await self.shared.writer.step(self.shared.run.run_id, step, calls)
         if step.status == "failed" and self.failure is None:
             self.failure = f"node {step.node!r} failed: {step.error}"
         summary = StepSummary(
@@ -505,6 +514,7 @@ class Engine:
     ) -> RunResult:
         """Run a plan to the end; a failing node fails the run, never the caller."""
         options = options or RunOptions()
+        options = replace(options, durability=choose(options.durability, plan.flow.spec.durability))
         values = prepare_inputs(plan, inputs)
         tools = self.check_models(plan)
         flow = plan.flow
@@ -533,6 +543,7 @@ class Engine:
             raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
         options = options or RunOptions.of_run(record)
         plan = compile_flow(self._same_flow(record), options.models)
+        options = replace(options, durability=choose(options.durability, plan.flow.spec.durability))
         steps = self.store.steps(run_id)
         finished = _latest(steps, {"succeeded", "skipped"})
         supplied = _check_values(steps, values or {})
@@ -598,8 +609,12 @@ class Engine:
             with paths.rooted(plan.flow.base_dir):
                 await graph.execute()
         except asyncio.CancelledError:
+            await flush_quietly(shared.writer)
             self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
             self.emit("run_finished", run_id=run_id, status="cancelled")
+            raise
+        except BaseException:
+            await flush_quietly(shared.writer)
             raise
         finally:
             await shared.mcp.close()
@@ -611,7 +626,7 @@ class Engine:
             status, error = "waiting", f"waiting for input at {', '.join(graph.waiting)}"
         else:
             outputs = graph.outputs()
-        final = await self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
+        final = await shared.writer.end(run_id, status=status, outputs=outputs, error=error)
         self.emit("run_finished", run_id=run_id, status=status, run=final)
         # The caller gets the outputs as computed; the store (and so every trace and report) has them masked.
         kept = final.outputs if outputs is None else outputs

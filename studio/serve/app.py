@@ -20,6 +20,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, ConfigDict, Field
 
 from studio.errors import FlowError, InputError
+from studio.flow.spec import Durability
+from studio.runtime.durability import choose
 from studio.runtime.engine import Engine, RunOptions
 from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
@@ -70,12 +72,14 @@ def create_app(
     allow_models: tuple[str, ...] = (),
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     published: bool = False,
+    durability: Durability | None = None,
 ) -> FastAPI:
     """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`.
 
     `hosts` are the names a client may call it by (default: loopback only), `allow_models` the
     model patterns a request may swap in besides the flow's own, `max_body_bytes` the largest body;
-    `published` serves each flow's published version (`studio.serve.published`), not its file.
+    `published` serves each flow's published version (`studio.serve.published`), not its file;
+    `durability` is the mode of runs whose flow names none (`studio.runtime.durability`).
     """
     catalog = VersionedCatalog(path, allow_models, db=db, published=published)
 
@@ -102,6 +106,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.catalog = catalog
+    app.state.durability = durability
     app.add_middleware(BodyLimit, limit=max_body_bytes)  # the last added runs first: Host, token, size
     if token:
         app.add_middleware(BearerAuth, token=token)
@@ -147,7 +152,8 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         check_inputs(inputs_schema(served.plan), body.inputs)
         plan = catalog.plan(served, body.models)
         stream = body.mode == "stream"  # tokens only when streamed
-        options = RunOptions(models=dict(body.models), stream=stream, version=served.version)
+        durability = choose(None, plan.flow.spec.durability, request.app.state.durability)
+        options = RunOptions(models=dict(body.models), stream=stream, version=served.version, durability=durability)
 
         async def begin(engine: Engine) -> Any:
             return await engine.run(plan, body.inputs, options=options)

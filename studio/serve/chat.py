@@ -28,6 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from studio.errors import FlowError
 from studio.export.writer import waits_at
 from studio.flow.refs import Ref
+from studio.flow.spec import Durability
+from studio.runtime.durability import choose
 from studio.runtime.engine import Engine, RunOptions, RunResult
 from studio.runtime.io_schema import output_types
 from studio.serve.catalog import Catalog, NotFound, ServedFlow
@@ -144,12 +146,14 @@ def add_routes(app: FastAPI, catalog: Catalog) -> None:
     async def completions(body: ChatRequest, request: Request) -> Response:
         """Run a flow as an OpenAI chat model (the flows `/v1/models` lists)."""
         try:
-            return await _complete(catalog, request.app.state.manager, body)
+            return await _complete(catalog, request.app.state.manager, body, request.app.state.durability)
         except ChatRefused as refused:
             return refused.response()
 
 
-async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) -> Response:
+async def _complete(
+    catalog: Catalog, manager: RunManager, body: ChatRequest, durability: Durability | None
+) -> Response:
     try:
         served = catalog.get(body.model)
     except NotFound as err:
@@ -159,9 +163,12 @@ async def _complete(catalog: Catalog, manager: RunManager, body: ChatRequest) ->
         raise ChatRefused(400, shape, "model", "not_a_chat_flow")
     inputs = chat_inputs(served.name, shape, body.messages)
     plan = served.plan
+    options = RunOptions(
+        stream=body.stream, version=served.version, durability=choose(None, plan.flow.spec.durability, durability)
+    )
 
     async def begin(engine: Engine) -> RunResult:
-        return await engine.run(plan, inputs, options=RunOptions(stream=body.stream, version=served.version))
+        return await engine.run(plan, inputs, options=options)
 
     run = manager.start(begin, "stream" if body.stream else "wait")
     queue = run.channel.listen() if body.stream else None

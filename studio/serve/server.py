@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from studio.errors import InputError
+from studio.flow.spec import Durability
 from studio.serve import DEFAULT_HOST, DEFAULT_MAX_RUNS, DEFAULT_PORT
 from studio.serve.app import create_app
 from studio.serve.catalog import Catalog
@@ -53,6 +54,7 @@ def serve(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     announce: Callable[[str], None] = print,
     published: bool = False,
+    durability: Durability | None = None,
 ) -> None:
     """Serve the flow file or folder at `path` until interrupted; raises FlowError on bad input."""
     import uvicorn
@@ -69,6 +71,7 @@ def serve(
         allow_models=allow_models,
         max_body_bytes=max_body_bytes,
         published=published,
+        durability=durability,
     )
     sock = bind(host, port)
     bound = sock.getsockname()[1]

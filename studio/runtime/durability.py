@@ -1,0 +1,181 @@
+"""Durability modes: when a run's finished steps reach the store (LangGraph's `durability`).
+
+- `sync` (the default): a step's dependents start once its row is committed. A crash loses
+  only the steps in flight.
+- `async`: a step's write is queued in the background and its dependents start at once; the
+  run's end waits for every queued write before the run is made final. A crash loses at most
+  the steps whose writes were still queued, never a finished run's record.
+- `exit`: steps are kept in memory and written together with the run's end (one group
+  commit). A crash before the end leaves the run with no steps: a resume runs it from the start.
+
+The run row itself is written when the run starts in every mode, so a crashed run is always
+listed (`interrupted`) and `resume` finds it. Chosen per run (`RunOptions.durability`, the CLI's
+`--durability`), per flow (the flow file's `durability:`) or per server (`serve --durability`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any, Protocol
+
+from studio.flow.spec import DURABILITIES, Durability
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store
+
+__all__ = ["DURABILITIES", "Durability", "StepWriter", "choose", "step_writer"]
+
+DEFAULT_DURABILITY: Durability = "sync"
+
+
+def choose(run: Durability | None, flow: Durability | None, server: Durability | None = None) -> Durability:
+    """The mode a run uses: the run's own, else its flow's, else the server's, else `sync`."""
+    return run or flow or server or DEFAULT_DURABILITY
+
+
+class StepWriter(Protocol):
+    """How the engine hands one run's steps and its end to the store."""
+
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """Record a finished step (when it is durable depends on the mode)."""
+        ...
+
+    async def end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """Write every step not yet written, then make the run final; returns the run."""
+        ...
+
+    async def flush(self) -> None:
+        """Write every step not yet written (a cancelled or crashed run keeps what it finished)."""
+        ...
+
+
+class SyncWriter:
+    """`sync`: each step is committed before the engine goes on."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """Commit the step now."""
+        await self.store.commit_step(run_id, step, calls)
+
+    async def end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """Make the run final."""
+        return await self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
+
+    async def flush(self) -> None:
+        """Nothing is pending."""
+
+
+class AsyncWriter(SyncWriter):
+    """`async`: each step's commit runs as a background task; the end waits for all of them.
+
+    Tasks are created in the order steps finish and queue their writes in that order, so the
+    store's step rows keep the order the engine announced them in."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.pending: list[asyncio.Task[None]] = []
+        self.in_order = queues_in_order(store)
+
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """Queue the step's commit and return at once."""
+        before = self.pending[-1] if self.pending and not self.in_order else None
+        self.pending = [task for task in self.pending if _unsettled(task)]
+        write = self.store.commit_step(run_id, step, calls)
+        self.pending.append(asyncio.create_task(write if before is None else _after(before, write)))
+
+    async def flush(self) -> None:
+        """Wait for every queued commit; raises the first one's error."""
+        pending, self.pending = self.pending, []
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+
+    async def end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """Wait for the queued steps, then make the run final."""
+        await self.flush()
+        return await super().end(run_id, status=status, outputs=outputs, error=error)
+
+
+class ExitWriter(SyncWriter):
+    """`exit`: steps are kept in memory and written with the run's end, in one group commit
+    where the store has one (SQLite: the steps and the end share a transaction)."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.buffered: list[tuple[str, StepRecord, list[CallRecord]]] = []
+
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        """Keep the step until the run ends."""
+        self.buffered.append((run_id, step, calls))
+
+    def _take(self) -> list[Coroutine[Any, Any, None]]:
+        buffered, self.buffered = self.buffered, []
+        return [self.store.commit_step(run_id, step, calls) for run_id, step, calls in buffered]
+
+    async def flush(self) -> None:
+        """Write the kept steps (queued together: one transaction with group commit)."""
+        await _write_all(self.store, self._take())
+
+    async def end(
+        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
+    ) -> RunRecord:
+        """Write the kept steps and the run's end, queued together so they share a commit."""
+        if not queues_in_order(self.store):
+            await _write_all(self.store, self._take())
+            return await super().end(run_id, status=status, outputs=outputs, error=error)
+        ending = self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
+        *_, record = await asyncio.gather(*self._take(), ending)
+        assert isinstance(record, RunRecord)
+        return record
+
+
+def queues_in_order(store: Store) -> bool:
+    """Whether the store's commits go through a group-commit writer, which commits writes in the
+    order they were queued (so several may be queued at once); else each waits for the one before."""
+    return getattr(store, "writer", None) is not None
+
+
+async def _write_all(store: Store, writes: list[Coroutine[Any, Any, None]]) -> None:
+    """Run `writes`: queued at once where the store keeps their order, else one after another."""
+    if queues_in_order(store):
+        await asyncio.gather(*writes)
+        return
+    for write in writes:
+        await write
+
+
+def _unsettled(task: asyncio.Task[None]) -> bool:
+    """Whether a write still matters to a flush: running, or failed (its error is raised then)."""
+    return not task.done() or (not task.cancelled() and task.exception() is not None)
+
+
+async def _after(before: asyncio.Task[None], write: Coroutine[Any, Any, None]) -> None:
+    """`write`, once the write before it is done (whether or not it failed)."""
+    with contextlib.suppress(Exception):
+        await asyncio.shield(before)
+    await write
+
+
+def step_writer(store: Store, mode: Durability) -> StepWriter:
+    """The writer of one run in `mode`."""
+    if mode == "async":
+        return AsyncWriter(store)
+    if mode == "exit":
+        return ExitWriter(store)
+    return SyncWriter(store)
+
+
+async def flush_quietly(writer: StepWriter) -> None:
+    """Flush a run that stops early (cancelled, or an error escaped the engine): what can be
+    written is, and a failing write does not hide the reason the run stopped."""
+    with contextlib.suppress(Exception):
+        await writer.flush()

@@ -1,0 +1,132 @@
+"""Durability modes (sync, async, exit): the crash drill per mode, and where a run's mode comes from."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import crash_drill
+from studio.errors import SpecError
+from studio.flow.spec import load_flow_text
+from studio.runtime.durability import choose
+from studio.runtime.engine import RunOptions
+from studio.runtime.runner import resume_run_async, run_flow_async
+from studio.store.sqlite import SQLiteStore
+from tests.serve.conftest import Server, serve_command
+
+KILL_POINTS = {"sync": [4], "async": [2, 6, 10], "exit": [3, 10]}
+"""Where each mode's drill kills the run: once the scripted model has answered this many calls
+(10 is the last node: the kill lands while the run ends). `tests/test_durable.py` kills sync runs
+at random points too."""
+
+FAN = """flowstudio: 1
+name: fan
+models:
+  default: {model: scripted, script: [{match: '^one', reply: '1'}, {match: '^two', reply: '22'}, {reply: '333'}]}
+outputs: {out: $c.text}
+nodes:
+  a: {type: llm.generate, config: {prompt: one}}
+  b: {type: llm.generate, inputs: {x: $a.text}, config: {prompt: 'two {{ x }}'}}
+  d: {type: llm.generate, inputs: {x: $a.text}, config: {prompt: 'three {{ x }}'}}
+  c: {type: llm.generate, inputs: {x: $b.text, y: $d.text}, config: {prompt: 'four {{ x }} {{ y }}'}}
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "exit"])
+def test_crash_drill_per_mode(tmp_path: Path, mode: str) -> None:
+    """SIGKILL a run at several points in each mode; what the mode promises is what survives,
+    and the resume always ends with the golden outputs."""
+    rng = random.Random(3)
+    points = KILL_POINTS[mode]
+    with ThreadPoolExecutor(len(points)) as pool:  # the trials mostly wait: run them side by side
+        trials = pool.map(
+            lambda n: crash_drill.trial(tmp_path, n, rng, mode, kill_after_calls=points[n]), range(len(points))
+        )
+    for calls, result in zip(points, trials, strict=True):
+        assert result["killed_before_start"] is False, result
+        assert result["finished_run_complete"], result  # a run stored as succeeded has every step
+        assert result["status_after"] == "succeeded", result
+        assert result["lost_steps"] == 0 and result["reexecuted_finished"] == 0, result
+        assert result["outputs_equal_golden"] and result["integrity_ok"], result
+        if result["status_before_resume"] == "succeeded":
+            continue
+        if mode == "exit":  # nothing was written before the end: the resume starts over
+            assert result["finished_before_kill"] == 0 and result["resumed_from_start"], result
+        if mode == "sync":  # every answered call but those in flight was committed
+            assert result["finished_before_kill"] >= calls - 2, result
+            assert result["interrupted_extra_calls"] <= 2, result
+
+
+def _run(flow: Path, db: Path, **options: Any) -> Any:
+    return asyncio.run(run_flow_async(flow, {}, options=RunOptions(cache=False, **options), db=db))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "exit"])
+def test_a_finished_run_is_complete_in_every_mode(tmp_path: Path, mode: str) -> None:
+    flow = tmp_path / "fan.yaml"
+    flow.write_text(FAN)
+    db = tmp_path / "runs.db"
+    result = _run(flow, db, durability=mode)
+    assert result.status == "succeeded" and result.outputs == {"out": "333"}
+    store = SQLiteStore(db)
+    try:
+        run = store.get_run(result.run_id)
+        steps = store.steps(result.run_id)
+        assert run is not None and run.options["durability"] == mode
+        assert run.steps == 4 and run.tokens == sum(s.tokens for s in result.steps) > 0
+        assert [s.node for s in steps] == [s.node for s in result.steps]  # rows in the order they finished
+        assert len(store.calls(result.run_id)) == 4
+    finally:
+        store.close()
+
+
+def test_the_flow_field_sets_the_mode_a_run_overrides_it_and_a_resume_keeps_it(tmp_path: Path) -> None:
+    flow = tmp_path / "fan.yaml"
+    flow.write_text(FAN.replace("name: fan\n", "name: fan\ndurability: exit\n"))
+    db = tmp_path / "runs.db"
+    by_flow = _run(flow, db)
+    by_run = _run(flow, db, durability="async")
+    store = SQLiteStore(db)
+    try:
+        assert store.get_run(by_flow.run_id).options["durability"] == "exit"  # type: ignore[union-attr]
+        assert store.get_run(by_run.run_id).options["durability"] == "async"  # type: ignore[union-attr]
+        store.set_status(by_run.run_id, "failed")
+    finally:
+        store.close()
+    again = asyncio.run(resume_run_async(by_run.run_id, db=db))
+    assert again.status == "succeeded" and again.steps == []  # every step was stored: nothing ran again
+
+
+def test_choose_and_a_bad_mode_in_the_flow_file() -> None:
+    assert choose(None, None) == "sync" and choose(None, None, "async") == "async"
+    assert choose(None, "exit", "async") == "exit" and choose("sync", "exit", "async") == "sync"
+    with pytest.raises(SpecError) as caught:
+        load_flow_text(FAN.replace("name: fan\n", "name: fan\ndurability: later\n"))
+    assert caught.value.field == "durability" and caught.value.line == 3
+
+
+def test_serve_durability_is_the_mode_of_flows_that_name_none(tmp_path: Path) -> None:
+    folder = tmp_path / "flows"
+    folder.mkdir()
+    (folder / "fan.yaml").write_text(FAN)
+    (folder / "fan-exit.yaml").write_text(FAN.replace("name: fan\n", "name: fan-exit\ndurability: exit\n"))
+    db = tmp_path / "runs.db"
+    server = Server(serve_command(folder, db, "--durability", "async")).start()
+    try:
+        with server.client() as client:
+            ran = {name: client.post(f"/flows/{name}/runs", json={"mode": "wait"}) for name in ("fan", "fan-exit")}
+    finally:
+        server.stop()
+    assert all(r.status_code == 200 for r in ran.values()), {n: r.text for n, r in ran.items()}
+    store = SQLiteStore(db)
+    try:
+        modes = {name: store.get_run(r.json()["run_id"]).options["durability"] for name, r in ran.items()}  # type: ignore[union-attr]
+        assert modes == {"fan": "async", "fan-exit": "exit"}
+        assert all(len(store.steps(r.json()["run_id"])) == 4 for r in ran.values())
+    finally:
+        store.close()
