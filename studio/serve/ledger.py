@@ -13,7 +13,7 @@ renewal finds the row taken stops driving it, so no run is driven twice at once.
 Fencing: `claims` is the lease's generation, raised by every claim that changes the owner. The
 owner fences each background run it drives with the generation it claimed
 (`PostgresStore.fences`): every write of the run first checks, in the same transaction and under a
-share lock on the queue row, that the row still names this owner and generation. A replica that
+key-share lock on the queue row, that the row still names this owner and generation. A replica that
 was paused past its lease and wakes after another claimed the run writes nothing more for it (the
 write raises `LeaseLost`, and the server stops driving the run), even before its next renewal.
 """
@@ -217,11 +217,14 @@ class PostgresLedger:
         self._fence(run_id, row[0])
 
     def _fence(self, run_id: str, claims: int) -> None:
-        """Fence the run's writes with the generation this server holds."""
+        """Fence the run's writes with the generation this server holds. The check's key-share lock
+        is held until the write commits: a claim (`FOR UPDATE ... SKIP LOCKED`) passes the row by
+        meanwhile, and a write that waited for a claim reads the claimed row; renewals (which take
+        no conflicting lock) never wait for it."""
 
         def fence(conn: Any) -> None:
             held = conn.execute(
-                "SELECT 1 FROM serve_queue WHERE run_id = %s AND owner = %s AND claims = %s FOR SHARE",
+                "SELECT 1 FROM serve_queue WHERE run_id = %s AND owner = %s AND claims = %s FOR KEY SHARE",
                 (run_id, self.owner, claims),
             ).fetchone()
             if held is None:

@@ -7,6 +7,7 @@ import asyncio
 import os
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -63,6 +64,24 @@ def test_a_replica_whose_run_was_claimed_cannot_write_its_steps_end_or_events(po
             "SELECT r.status, q.claims FROM runs r JOIN serve_queue q USING (run_id) WHERE run_id = 'r1'"
         ).fetchone()  # type: ignore[misc]
     assert (status, claims) == ("succeeded", 2)
+
+
+def test_a_write_in_flight_holds_off_a_claim_but_never_a_renewal(postgres_url: str) -> None:
+    store, other = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    mine, theirs = PostgresLedger(store, lease_s=0.3), PostgresLedger(other, lease_s=30)
+    try:
+        store.create_run(RunRecord(run_id="r1", flow="f", flow_path=None, flow_hash="h", inputs={}))
+        mine.mark_background("r1")
+        time.sleep(0.4)  # the lease ran out
+        with ThreadPoolExecutor(1) as pool, store.transaction() as conn:
+            store.fences["r1"](conn)  # a fenced write's check passed; its transaction is still open
+            assert theirs.orphans() == []  # the claim passes the row by instead of taking it mid-write
+            assert pool.submit(mine.renew, ["r1"]).result(timeout=10) == []  # the renewal does not wait
+        time.sleep(0.4)
+        assert theirs.orphans() == ["r1"]
+    finally:
+        store.close()
+        other.close()
 
 
 def test_a_paused_replica_that_wakes_after_the_takeover_stops_without_writing(
