@@ -40,7 +40,7 @@ class Classify(Node):
 
     uses_model = True
     tunable = Tunable(
-        fields=("instructions", "demos", "form", "strategy", "samples", "list_labels"),
+        fields=("instructions", "demos", "form", "strategy", "samples", "list_labels", "teacher", "agree"),
         output="label",
         labels=True,
         default_form="completion",

@@ -23,7 +23,9 @@ class Generate(Node):
 
     uses_model = True
     tunable = Tunable(
-        fields=("instructions", "demos", "form", "strategy", "samples", "stop"), output="text", drafts=True
+        fields=("instructions", "demos", "form", "strategy", "samples", "stop", "teacher", "agree"),
+        output="text",
+        drafts=True,
     )
     starter = {"prompt": "{{ text }}"}
     roles: ClassVar[frozenset[Role]] = frozenset({"completion"})

@@ -154,6 +154,32 @@ def strategy_moves(nm: NodeMoves) -> list[Move]:
     return moves
 
 
+CASCADE_SAMPLES, CASCADE_AGREE = 3, 2
+"""A proposed cascade's student samples and how many must agree."""
+
+
+def cascade_moves(nm: NodeMoves, prices: Mapping[str, float | None]) -> list[Move]:
+    """A cascade for a node on an expensive alias: each cheaper alias (by `prices`, USD per 1,000
+    tokens in and out) answers as the student, the node's own alias as the teacher when unsure."""
+    own = prices.get(nm.model)
+    if own is None or nm.config.get("strategy") == "cascade" or "teacher" not in nm.node.surface.fields:
+        return []
+    node = nm.node.id
+    moves = []
+    for alias, price in sorted(prices.items(), key=lambda pair: (pair[1] or 0.0, pair[0])):
+        if alias == nm.model or price is None or price >= own:
+            continue
+        edits: dict[Path, Any] = {
+            ("nodes", node, "model"): alias,
+            config_path(node, "strategy"): "cascade",
+            config_path(node, "teacher"): nm.model,
+            config_path(node, "samples"): CASCADE_SAMPLES,
+            config_path(node, "agree"): CASCADE_AGREE,
+        }
+        moves.append(Move("strategy", node, f"cascade: {alias} answers, {nm.model} when it is unsure", edits))
+    return moves
+
+
 def model_moves(nm: NodeMoves, aliases: list[str]) -> list[Move]:
     return [
         Move("model", nm.node.id, f"model: {alias}", {("nodes", nm.node.id, "model"): alias})
@@ -185,13 +211,15 @@ def round_moves(
     topology: Sequence[Move] = (),
     searched: Sequence[Move] = (),
     joint: Sequence[Move] = (),
+    prices: Mapping[str, float | None] | None = None,
 ) -> list[Move]:
     """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
     graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
     (`searched_moves`), `joint` the joint demo moves (`joint.joint_moves`). The joint moves lead the
     round (every node's demos from the same runs that scored, DSPy's bootstrap), then the first
     `SEARCHED_FIRST` searched moves (fixes confirmed on failing runs); the rest of the searched
-    moves lead the demo moves."""
+    moves lead the demo moves. `prices` (USD per 1,000 tokens by alias) offers a cascade to a
+    node on an alias dearer than another (`cascade_moves`)."""
     first = list(searched[:SEARCHED_FIRST])
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
     by_kind["demos"].extend(searched[SEARCHED_FIRST:])
@@ -201,6 +229,7 @@ def round_moves(
             *rewrite_moves(nm),
             *form_moves(nm),
             *strategy_moves(nm),
+            *cascade_moves(nm, prices or {}),
             *model_moves(nm, aliases),
         ]:
             if _edits_only_tunable_fields(nm.node, move):

@@ -31,7 +31,7 @@ from studio.errors import FlowError
 from studio.evaluate.blame import BlameOptions, Score, blame_run
 from studio.evaluate.datasets import Dataset, Example
 from studio.evaluate.metrics import Metric, MetricError
-from studio.flow.spec import Flow
+from studio.flow.spec import Flow, ModelSpec
 from studio.optimize import demos as demo_pools
 from studio.optimize import joint
 from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
@@ -570,8 +570,16 @@ class Search:
         temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
         topology = topology_moves(self.best.plan, self.numeric)
         shared = joint.joint_moves(self.joint, self.rng) if self.joint is not None else []
+        prices = {alias: _price(self.best.plan.models[alias]) for alias in aliases}
         return round_moves(
-            nodes, aliases, temperatures, self.rng, topology=topology, searched=self._searched_moves(), joint=shared
+            nodes,
+            aliases,
+            temperatures,
+            self.rng,
+            topology=topology,
+            searched=self._searched_moves(),
+            joint=shared,
+            prices=prices,
         )
 
     def _writes_expressions(self, node: str | None) -> bool:
@@ -658,3 +666,11 @@ def _scorer(metric: Metric, example: Example) -> Score:
             return 0.0
 
     return score
+
+
+def _price(spec: ModelSpec) -> float | None:
+    """USD per 1,000 tokens in plus 1,000 out (None: unknown), to tell a dear alias from a cheap one."""
+    from studio.models.check import prices
+
+    given = prices(spec)
+    return None if None in given else sum(p or 0.0 for p in given)
