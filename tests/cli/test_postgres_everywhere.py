@@ -13,7 +13,9 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from studio.app.settings import DIR_ENV
 from tests.conftest import FLOWS, FLOWSTUDIO, SCRIPTS, Result
 from tests.serve.conftest import Server
 from tests.versions.project import make
@@ -132,4 +134,23 @@ def test_the_studio_on_a_url_reads_it_and_its_launches_write_to_it(
     assert len(runs) == 4
     assert launches.state(experiment, launch) == "finished"
     assert json.loads(Path(launch.log).with_suffix(".json").read_text())["argv"][-1] == postgres_url
+    monkeypatch.setenv(DIR_ENV, str(folder))
+    for page in (_runs_page, _experiments_page):  # the pages read the server's runs and experiments
+        app = AppTest.from_function(page, default_timeout=60)
+        app.run()
+        assert not app.exception, app.exception
+        shown = " ".join(str(e.value) for e in [*app.markdown, *app.caption, *app.dataframe])
+        assert experiment.experiment_id[:8] in shown or runs[0].run_id[:8] in shown, shown[:2000]
     assert not list(tmp_path.glob("**/*.db"))
+
+
+def _runs_page() -> None:
+    from studio.app.runs_page import render
+
+    render()
+
+
+def _experiments_page() -> None:
+    from studio.app.experiments_page import render
+
+    render()
