@@ -156,6 +156,11 @@ class Classify(Node):
         label = max(self.config.labels, key=lambda name: scores[name])
         return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")
 
+    def cascade_query(self, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """What a cascade's memory keeps a label under: the text, and the `text` input."""
+        text = str(values.get("text", ""))
+        return text, {"text": text}
+
     async def _single(self, labeller: Labeller, text: str, ctx: NodeContext, **options: Any) -> Outputs:
         """One label for `text` (a cascade's student sample or teacher answer)."""
         prompt = labeller.prompt(text)

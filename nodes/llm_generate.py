@@ -110,6 +110,11 @@ class Generate(Node):
         preamble = "\n\n".join(p for p in (preamble, transcript(turns)) if p)
         return Prompt(text=completion_text(preamble, c.prompt, demos, "text", values))
 
+    def cascade_query(self, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """What a cascade's memory keeps an answer under for these input values: the question's
+        text, and the input values a demo can hold."""
+        return strategies.query_text(self.render_prompt(values)), _plain(values)
+
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
         c = self.config
 

@@ -51,3 +51,34 @@ def _flow_name(flow: str) -> str:
 
         return load_flow(flow).spec.name
     return flow
+
+
+@cascade_group.command("seed")
+@click.argument("flow", type=click.Path(dir_okay=False))
+@click.option("--from-reviews", is_flag=True, required=True, help="Keep the reviewed runs' answers (required for now).")
+@db_option
+@json_option
+@friendly
+def seed(flow: str, from_reviews: bool, db: str | None, as_json: bool) -> None:
+    """Seed FLOW's cascade memories from its reviewed runs: a good run's answers, or the reviewer's
+    correction of an output reading a cascade node, kept as teacher answers.
+
+    Example: flowstudio cascade seed flows/ticket-triage.yaml --from-reviews
+    """
+    from studio.flow.spec import load_flow
+    from studio.reviews.cascade_seed import cascade_nodes, seed_from_reviews
+    from studio.runtime.compiler import compile_flow
+
+    plan = compile_flow(load_flow(flow))
+    store = open_store(db)
+    try:
+        done = seed_from_reviews(store, plan)
+    finally:
+        store.close()
+    if as_json:
+        print_json({"flow": plan.flow.spec.name, "runs": done.runs, "examples": done.examples})
+        return
+    nodes = ", ".join(cascade_nodes(plan)) or "none (no node has `strategy: cascade`)"
+    click.echo(
+        f"seeded {done.examples} answer(s) from {done.runs} reviewed run(s) of {plan.flow.spec.name}; nodes: {nodes}"
+    )

@@ -113,3 +113,29 @@ def test_the_trace_says_who_answered_each_cascade_call_and_why(cli: CLI, tmp_pat
         "cascade ask: teacher answered (1 of 3 samples agreed (2 needed)); student $0.000000, teacher $0."
         in " ".join(shown.out.split())
     )
+
+
+async def test_reviewed_runs_seed_the_memory_good_ones_as_given_corrected_ones_as_corrected(
+    cli: CLI, tmp_path: Path
+) -> None:
+    from studio.flow.spec import load_flow
+    from studio.runtime.compiler import compile_flow
+    from studio.runtime.engine import Engine
+    from studio.runtime.memory import book_for
+    from studio.store import SQLiteStore
+
+    flow = tmp_path / "capitals.yaml"
+    flow.write_text(FLOW.replace("samples: 3, agree: 2", "samples: 1, agree: 1"))  # the student always answers
+    store = SQLiteStore(tmp_path / "flowstudio.db")  # the `cli` fixture's store
+    plan = compile_flow(load_flow(flow))
+    ids = [(await Engine(store).run(plan, {"question": q})).run_id for q in ("Spain?", "Peru?", "Chile?")]
+    store.add_feedback(FeedbackRecord(ids[0], score=1.0, value="good"))
+    store.add_feedback(FeedbackRecord(ids[1], score=0.0, value="bad", correction={"answer": "Lima"}))
+    store.add_feedback(FeedbackRecord(ids[2], score=0.0, value="bad"))  # nothing to keep
+    assert book_for(store).examples("capitals") == []
+    seeded = cli("cascade", "seed", str(flow), "--from-reviews", "--json")
+    assert seeded.code == 0, seeded.err
+    assert json.loads(seeded.out) == {"flow": "capitals", "runs": 3, "examples": 2}
+    kept = {e.query: (e.output, e.run_id) for e in book_for(store).examples("capitals", "ask")}
+    store.close()
+    assert kept == {"Spain?": ("Lyon", ids[0]), "Peru?": ("Lima", ids[1])}  # a good run's own answer; the correction
