@@ -1,8 +1,10 @@
 """The engine: runs a Plan on asyncio, every ready node at once, bounded by max_concurrency.
 
 Each finished node is one step, written with its model calls in one transaction: that row is
-the checkpoint. A resumed run reads its finished steps back and runs only the rest; a rerun
-copies the steps upstream of a node into a new run. The engine never imports the studio app.
+the checkpoint. When it is written (before its dependents start, in the background, or at the
+run's end) is the run's durability mode (`studio.runtime.durability`). A resumed run reads its
+finished steps back and runs only the rest; a rerun copies the steps upstream of a node into a
+new run. The engine never imports the studio app.
 """
 
 from __future__ import annotations
