@@ -127,6 +127,15 @@ class SQLiteBook:
             self.conn.executescript(TABLES)
             self._ready = True
 
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """Rows of a query; none while the tables were never made (a read never makes them)."""
+        try:
+            return self.conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as err:
+            if "no such table" in str(err):
+                return []
+            raise
+
     def _write(self, sql: str, params: tuple[Any, ...]) -> int:
         self._tables()
         self.conn.execute("BEGIN IMMEDIATE")
@@ -170,21 +179,19 @@ class SQLiteBook:
         expression = match_expression(query)
         if k <= 0 or not expression:
             return []
-        self._tables()
-        rows = self.conn.execute(
+        rows = self._read(
             f"SELECT {_SELECT} FROM teacher_fts f JOIN teacher_examples e ON e.id = f.rowid"
             " WHERE teacher_fts MATCH ? AND f.flow = ? AND f.node = ? ORDER BY bm25(teacher_fts), e.id LIMIT ?",
             (expression, flow, node, k),
         )
-        return [_example(r) for r in rows.fetchall()]
+        return [_example(r) for r in rows]
 
     def examples(self, flow: str, node: str | None = None) -> list[KeptExample]:
         """The kept answers of a flow (of one node), oldest first."""
-        self._tables()
         sql, params = f"SELECT {_SELECT} FROM teacher_examples e WHERE e.flow = ?", [flow]
         if node is not None:
             sql, params = sql + " AND e.node = ?", [*params, node]
-        return [_example(r) for r in self.conn.execute(sql + " ORDER BY e.created_at, e.id", params).fetchall()]
+        return [_example(r) for r in self._read(sql + " ORDER BY e.created_at, e.id", tuple(params))]
 
     def note(self, decision: Decision) -> None:
         """Record one cascade call's decision."""
@@ -193,12 +200,11 @@ class SQLiteBook:
 
     def decisions(self, flow: str) -> list[Decision]:
         """A flow's cascade decisions, oldest first."""
-        self._tables()
         names = [f.name for f in Decision.__dataclass_fields__.values()]
-        rows = self.conn.execute(
+        rows = self._read(
             f"SELECT {', '.join(names)} FROM cascade_calls WHERE flow = ? ORDER BY created_at, id", (flow,)
         )
-        return [Decision(**dict(zip(names, r, strict=True))) for r in rows.fetchall()]
+        return [Decision(**dict(zip(names, r, strict=True))) for r in rows]
 
 
 _SELECT = "e.flow, e.node, e.query, e.inputs, e.output, e.version, e.run_id, e.created_at"

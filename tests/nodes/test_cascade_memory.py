@@ -179,3 +179,12 @@ async def test_a_postgresql_store_keeps_the_teacher_answers_for_the_next_engine(
         assert book.nearest("scenario", "ask", "nothing alike", 2) == []
     finally:
         store.close()
+
+
+def test_reading_a_store_that_never_ran_a_cascade_makes_no_table(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    book = SQLiteBook(store.conn)
+    assert book.decisions("f") == [] and book.examples("f") == [] and book.nearest("f", "n", "a question", 2) == []
+    tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "teacher_examples" not in tables and "cascade_calls" not in tables
+    store.close()
