@@ -139,12 +139,21 @@ def _blame_offer(experiment: ExperimentRecord, *, blaming: bool) -> None:
     st.info(
         f"{len(wrong)} example{'s' if len(wrong) != 1 else ''} scored below 1. **Find the culprits** re-runs each "
         "LLM node of those examples in other versions, upstream from the cache, and names the node most likely to "
-        f"blame, as `flowstudio blame {experiment.experiment_id} --db {settings().db}` does. The culprits then "
+        f"blame, as `flowstudio blame {experiment.experiment_id} --db {_shown(settings().db)}` does. The culprits then "
         "show here and on each trace."
     )
     if st.button("Find the culprits", key="start_blame"):
         launches.start(settings().db, "blame", experiment.experiment_id, [], cwd=settings().flows_dir)
         st.rerun()
+
+
+def _shown(db: Path | str) -> str:
+    """The store as the page may show it: a PostgreSQL URL without its password."""
+    if isinstance(db, str) and "://" in db:
+        from studio.store.postgres import shown_url
+
+        return shown_url(db)
+    return str(db)
 
 
 def _choose(experiments: list[ExperimentRecord], known: dict[str, launches.Launch]) -> str:

@@ -267,3 +267,10 @@ def test_the_batch_form_offers_a_limit_and_a_model_per_alias(tmp_path: Path, mon
     app.button(key="start_batch").click().run()
     assert not app.exception, app.exception
     assert started[0][-4:] == ["--limit", "2", "--model", "default=local/smollm2"]
+
+
+def test_the_blame_hint_never_shows_a_database_password() -> None:
+    from studio.app.experiments_page import _shown
+
+    assert _shown("postgresql://ann:s3cret@127.0.0.1:5432/runs") == "postgresql://ann:***@127.0.0.1:5432/runs"
+    assert _shown(Path("/tmp/flowstudio.db")) == "/tmp/flowstudio.db"
