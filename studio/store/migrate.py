@@ -4,6 +4,7 @@ Runs go over whole, each with its steps and their model calls in one transaction
 (`import_run`), so a copy stopped half-way leaves whole runs; a second copy skips the runs the
 target already has. Then the cache, the experiments and the published versions. The check
 counts each table's rows in the source and, in the target, the rows of the source's runs.
+Cascades' teacher answers and decisions go over too (not counted: a store may not have them).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 
 from studio.store.base import CallRecord, RunRecord, StepRecord
 from studio.store.postgres import PostgresStore
+from studio.store.postgres_teacher import PostgresBook
 from studio.store.sqlite import SQLiteStore, _experiment, _from_row
+from studio.store.teacher import SQLiteBook, TeacherBook
 
 TABLES = ("runs", "steps", "llm_calls", "cache", "experiments", "versions", "feedback")
 """What is copied and counted."""
@@ -50,6 +53,7 @@ def copy_store(source: SQLiteStore, target: PostgresStore) -> list[Count]:
             target.create_experiment(experiment)
     _copy_versions(source, target)
     _copy_feedback(source, target, run_ids)
+    copy_teacher(SQLiteBook(source.conn), PostgresBook(target))
     if target.writer is not None:
         target.writer.close()  # the cache puts are committed
     return counts(source, target, run_ids)
@@ -90,6 +94,17 @@ def _copy_feedback(source: SQLiteStore, target: PostgresStore, run_ids: list[str
         for feedback in source.feedback(run_id):
             if feedback.feedback_id not in known:
                 target.add_feedback(feedback)
+
+
+def copy_teacher(source: SQLiteBook, target: TeacherBook) -> None:
+    """Cascades' teacher answers (a question the target has is replaced) and their decisions (those
+    of a flow the target has none of: a second copy adds no duplicates)."""
+    for flow in source.flows():
+        for example in source.examples(flow):
+            target.remember(example)
+        if not target.decisions(flow):
+            for decision in source.decisions(flow):
+                target.note(decision)
 
 
 def counts(source: SQLiteStore, target: PostgresStore, run_ids: list[str]) -> list[Count]:

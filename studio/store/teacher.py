@@ -193,6 +193,11 @@ class SQLiteBook:
             sql, params = sql + " AND e.node = ?", [*params, node]
         return [_example(r) for r in self._read(sql + " ORDER BY e.created_at, e.id", tuple(params))]
 
+    def flows(self) -> list[str]:
+        """The flows with kept answers or decisions, sorted."""
+        union = "SELECT flow FROM teacher_examples UNION SELECT flow FROM cascade_calls ORDER BY flow"
+        return [r[0] for r in self._read(union, ())]
+
     def note(self, decision: Decision) -> None:
         """Record one cascade call's decision."""
         d = asdict(decision)

@@ -188,3 +188,26 @@ def test_reading_a_store_that_never_ran_a_cascade_makes_no_table(tmp_path: Path)
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "teacher_examples" not in tables and "cascade_calls" not in tables
     store.close()
+
+
+def test_db_migrate_copies_the_teacher_book_to_postgresql_once(tmp_path: Path, postgres_url: str) -> None:
+    from studio.store.migrate import copy_store
+    from studio.store.postgres import PostgresStore
+    from studio.store.postgres_teacher import PostgresBook
+    from studio.store.teacher import Decision
+
+    source = SQLiteStore(tmp_path / "runs.db")
+    book = SQLiteBook(source.conn)
+    book.remember(KeptExample("f", "n", "refund my order", {"text": "refund my order"}, "billing", "v1", "r1"))
+    book.note(Decision("f", "n", "teacher", "1 of 3 samples agreed (2 needed)", 1, 3, None, 0.0, 0.01, "r1", "v1"))
+    target = PostgresStore(postgres_url)
+    try:
+        copy_store(source, target)
+        copy_store(source, target)  # a second copy adds nothing
+        copied = PostgresBook(target)
+        assert copied.examples("f") == book.examples("f")
+        assert copied.decisions("f") == book.decisions("f")
+        assert [e.output for e in copied.nearest("f", "n", "my refund", 1)] == ["billing"]
+    finally:
+        target.close()
+        source.close()
