@@ -138,8 +138,8 @@ class Cascade:
     output: str
     """The demo field that holds the answer (`text`, `label`, `data`)."""
     confidence: float = 0.0
-    """The lowest student confidence that stands (`llm.classify`): its label share where the model
-    scores labels, else the share of samples that agree."""
+    """The lowest student confidence that stands (`llm.classify`: the label's calibrated share, on a
+    model that scores labels); where no confidence is measured, the `agree` count alone decides."""
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ async def decide(
         votes = await student(demos, metered)
         winner = majority([v.answer for v in votes])
         agreeing = sum(normalised(v.answer) == normalised(winner) for v in votes)
-        sure = confidence([v for v in votes if normalised(v.answer) == normalised(winner)], len(votes))
+        sure = confidence([v for v in votes if normalised(v.answer) == normalised(winner)])
         needed = min(plan.agree, plan.samples)
         if votes and agreeing >= needed and (sure is None or sure >= plan.confidence):
             outcome = CascadeOutcome(
@@ -238,7 +238,7 @@ async def decide(
     return outcome
 
 
-def confidence(agreeing: list[Vote], samples: int) -> float | None:
+def confidence(agreeing: list[Vote]) -> float | None:
     """The student's confidence: the agreeing votes' mean label share where measured, else None
     (a plain `agree` count decides)."""
     measured = [v.confidence for v in agreeing if v.confidence is not None]
