@@ -2,7 +2,8 @@
 
 The sidecar keeps positions out of the flow file, so moving a node never shows up in a
 review of the flow. Without one, graphviz's `dot` lays the graph out left to right, and a small
-flow too wide to read whole at 75% zoom is wrapped like text (`readable_layout`).
+flow too wide to read whole at 75% zoom is wrapped like text; a bigger one is cut into rows as wide
+as a readable view, read top to bottom (`readable_layout`).
 """
 
 from __future__ import annotations
@@ -89,8 +90,9 @@ READABLE_VIEW: Size = (1070.0, 900.0)
 open (a pane of about 880x735 px, less the opening view's margins in frontend/src/fit.ts, 48 px
 left and 24 px elsewhere: 1077x916), in canvas pixels."""
 WRAP_UP_TO = 15 + 2
-"""Flows of up to this many cards (the inputs and outputs included) open at a readable zoom, so
-their layout is wrapped to fit `READABLE_VIEW`; bigger ones are fitted whole as laid out."""
+"""Flows of up to this many cards (the inputs and outputs included) open whole at a readable zoom, so
+their layout is wrapped to fit `READABLE_VIEW`; bigger ones open at a readable zoom on their start,
+their layout cut into rows as wide as `READABLE_VIEW` (`in_rows`)."""
 COLUMN_GAP = 40.0
 CARD_GAP = 32.0
 BAND_GAP = 80.0
@@ -101,12 +103,12 @@ line) and the next (for the wires back to the left)."""
 def readable_layout(
     ids: Iterable[str], edges: Iterable[tuple[str, str]], sizes: Mapping[str, Size] | None = None
 ) -> Layout:
-    """`auto_layout`, then for a small flow too big to read whole: wrapped (see `wrapped`)."""
+    """`auto_layout`, then for a small flow too big to read whole: wrapped (see `wrapped`); for a
+    bigger one too wide to read a line of: in rows (see `in_rows`)."""
     known = tuple(ids)
     layout = auto_layout(known, edges, sizes)
-    if len(known) > WRAP_UP_TO:
-        return layout
-    return wrapped(layout, {node_id: (sizes or {}).get(node_id, DEFAULT_SIZE) for node_id in known})
+    measured = {node_id: (sizes or {}).get(node_id, DEFAULT_SIZE) for node_id in known}
+    return in_rows(layout, measured) if len(known) > WRAP_UP_TO else wrapped(layout, measured)
 
 
 def _columns(layout: Mapping[str, Position], sizes: Mapping[str, Size]) -> list[list[str]]:
@@ -211,6 +213,25 @@ def wrapped(layout: Mapping[str, Position], sizes: Mapping[str, Size], view: Siz
 
     fitting = next((c for c in candidates if scale(c) >= 1), None)
     return (fitting or max(candidates, key=scale))[0]
+
+
+def in_rows(layout: Mapping[str, Position], sizes: Mapping[str, Size], width: float = READABLE_VIEW[0]) -> Layout:
+    """A big flow's left-to-right layout wider than `width`, cut into rows (bands of consecutive
+    columns, the most that fit `width`) stacked top to bottom and read like lines of text, so that
+    it opens readable on its start and goes on below, not as one long dotted line (the outputs
+    tucked under the last column where they would be a row alone). As it is when it fits already."""
+    columns = _columns(layout, sizes)
+    if (
+        not columns
+        or max(x + sizes[n][0] for n, (x, _) in layout.items()) - min(x for x, _ in layout.values()) <= width
+    ):
+        return dict(layout)
+    tucked = _tucked(columns)
+    for per_band in range(len(columns) - 1, 1, -1):
+        placed, (band_width, _) = _banded(sizes, tucked if len(columns) % per_band == 1 else columns, per_band)
+        if band_width <= width:
+            return placed
+    return _banded(sizes, tucked, 1)[0]
 
 
 def _inches(pixels: float) -> str:

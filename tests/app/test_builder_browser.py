@@ -157,12 +157,12 @@ def test_small_flows_open_readable_and_big_ones_fit_with_a_minimap(page: Any, fo
         assert canvas(page).locator(".react-flow__minimap").count() == (1 if count >= 8 else 0), name
     shot(page, "readable")
     open_flow(page, folder / "big.yaml")
-    assert zoom(page) < 0.75
+    assert zoom(page) >= 0.7  # readable on its start, not whole as a dotted line (issue 38)
     assert canvas(page).locator(".react-flow__minimap").count() == 1  # big flows too (issue #19)
     bounds = canvas(page).locator(".react-flow__renderer").bounding_box()
-    for node_id in ("$inputs", "$outputs"):
-        box = canvas(page).get_by_test_id(f"node-{node_id}").bounding_box()
-        assert box and bounds["x"] <= box["x"] and box["x"] + box["width"] <= bounds["x"] + bounds["width"] + 1
+    box = canvas(page).get_by_test_id("node-$inputs").bounding_box()
+    assert box and bounds["x"] <= box["x"] and box["x"] + box["width"] <= bounds["x"] + bounds["width"] + 1
+    assert bounds["y"] <= box["y"] and box["y"] + box["height"] <= bounds["y"] + bounds["height"] + 1
     shot(page, "big-flow")
 
 

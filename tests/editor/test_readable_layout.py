@@ -1,9 +1,11 @@
 """Small flows are laid out to be read whole at 75% zoom in a 1440x900 window (issue #19): a
-layout too wide is wrapped into bands of columns, or lines of cards; big flows keep theirs."""
+layout too wide is wrapped into bands of columns, or lines of cards; big flows are cut into rows
+as wide as that view, to be read from their start (issue 38)."""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -62,13 +64,33 @@ def test_a_layout_that_fits_is_kept_as_it_is() -> None:
     assert wrapped(layout, sizes) == layout
 
 
-def test_big_flows_keep_the_left_to_right_layout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("flow", [chain_flow, big_flow])
+def test_big_flows_are_cut_into_rows_as_wide_as_the_readable_view(tmp_path: Path, flow: Callable[[int], str]) -> None:
+    """Past `WRAP_UP_TO` cards a flow no longer opens whole: its left-to-right layout is cut into
+    rows that fit the readable view's width (issue 38: a 200-node chain opened as a dotted line),
+    read left to right then down, the inputs first, no card on another."""
     path = tmp_path / "big.yaml"
-    path.write_text(big_flow(WRAP_UP_TO - 1), encoding="utf-8")  # with the inputs and outputs, one card too many
+    path.write_text(flow(200), encoding="utf-8")
     layout, sizes = _opened(path)
-    assert _extent(layout, sizes)[0] > 2 * READABLE_VIEW[0]  # fitted whole when opened, not wrapped
-    assert layout[INPUTS][0] == min(x for x, _ in layout.values())
-    assert layout[OUTPUTS][0] > layout["n0"][0]
+    width, height = _extent(layout, sizes)
+    assert width <= READABLE_VIEW[0] < height, (width, height)
+    assert layout[INPUTS] == (min(x for x, _ in layout.values()), min(y for _, y in layout.values()))
+    cards = sorted((x, y, sizes[n]) for n, (x, y) in layout.items())
+    assert not any(_overlap(a, b) for a, b in itertools.pairwise(cards))
+    assert not any(_overlap(a, b) for a, b in itertools.combinations(cards[:40], 2))
+    if flow is chain_flow:
+        order = [INPUTS, *(f"c{i}" for i in range(200)), OUTPUTS]
+        for before, after in itertools.pairwise(order):  # each next card right of it on its row, or on a row below
+            (bx, by), (ax, ay) = layout[before], layout[after]
+            assert ax > bx or ay >= by + sizes[before][1], (before, after)
+
+
+def test_a_flow_just_past_the_small_ones_is_in_rows_too(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    path.write_text(chain_flow(WRAP_UP_TO - 1), encoding="utf-8")  # with the inputs and outputs, one card too many
+    layout, sizes = _opened(path)
+    assert _extent(layout, sizes)[0] <= READABLE_VIEW[0]
+    assert layout[OUTPUTS][1] > layout["c0"][1]
 
 
 def test_a_wrap_tucks_the_outputs_under_the_last_card_instead_of_a_band_of_their_own() -> None:

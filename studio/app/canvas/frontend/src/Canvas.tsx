@@ -9,14 +9,13 @@ import {
   MiniMap,
   ReactFlow,
   ReactFlowProvider,
-  useNodesInitialized,
   useReactFlow,
   type Connection,
   type Edge,
   type OnNodeDrag,
   type OnSelectionChangeParams,
 } from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
+import { useCallback, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
 import { NodeActionsContext } from "./actions";
 import { Banner } from "./Banner";
 import { ContextMenu, type MenuAt } from "./ContextMenu";
@@ -30,15 +29,34 @@ import { SPECIAL_NODES, type Graph, type Position } from "./types";
 import { useGraphState } from "./useGraphState";
 import { useKeyboard } from "./useKeyboard";
 import { addedNode, droppedWire, NEW_CARD, newNodeId } from "./optimistic";
-import { MIN_ZOOM, openingViewport } from "./fit";
+import { BIG_FLOW_ZOOM, MIN_ZOOM } from "./fit";
+import { useOpeningView } from "./useOpeningView";
+import { useWheelZoom } from "./useWheelZoom";
 
 const NODE_TYPES = { flow: FlowNode };
 /** From this many nodes only those on screen are drawn. */
 const VISIBLE_ONLY_FROM = 100;
 /** From this many nodes (the inputs and outputs included) a readable zoom no longer shows them all: a minimap helps. */
 const MINIMAP_FROM = 8;
-/** Small, so that it hides little of a flow opened whole (its corner is where a wrapped flow ends). */
-const MINIMAP_STYLE = { width: 150, height: 100 };
+/**
+ * Small, so that it hides little of the flow (its corner is where a wrapped flow ends): about
+ * 150x100 px, shaped like the flow, so that a big flow wrapped into rows (tall and narrow) gets a
+ * tall, narrow one whose strip can still be dragged, not a 6 px sliver.
+ */
+const MINIMAP_AREA = 150 * 100;
+const MINIMAP_WIDTH = { least: 60, most: 200 };
+const MINIMAP_HEIGHT = { least: 80, most: 240 };
+
+function clamp(value: number, range: { least: number; most: number }): number {
+  return Math.round(Math.min(range.most, Math.max(range.least, value)));
+}
+
+/** The minimap's box for a flow whose cards span `width` x `height` canvas pixels. */
+export function minimapStyle(width: number, height: number): { width: number; height: number } {
+  const aspect = Math.max(height, 1) / Math.max(width, 1);
+  const across = clamp(Math.sqrt(MINIMAP_AREA / aspect), MINIMAP_WIDTH);
+  return { width: across, height: clamp(across * aspect, MINIMAP_HEIGHT) };
+}
 const MENU_SIZE = { width: 200, height: 170 };
 /** How far a pasted or duplicated node lands from its original. */
 const COPY_OFFSET = 40;
@@ -49,7 +67,7 @@ const FIT_OPTIONS = { padding: 0.15, maxZoom: 1.25, minZoom: MIN_ZOOM };
 function minimapColor(node: CanvasNode): string {
   const { status, errors } = node.data.node;
   if (errors?.length) return STATUS_COLORS.failed;
-  return status ? STATUS_COLORS[status] : "#d1d5db";
+  return status ? STATUS_COLORS[status] : "#9ca3af";
 }
 
 interface Props {
@@ -127,15 +145,32 @@ function Editor({ graph, queue, dark }: Props) {
   const dragStart = useRef(new Map<string, Position>());
   const state = useGraphState(graph, queue);
   const { nodes, edges, pending, fitRequested } = state;
-  const initialized = useNodesInitialized();
+  useOpeningView(flow, pane, nodes, fitRequested);
+  useWheelZoom(pane, flow, MIN_ZOOM);
 
-  useEffect(() => {
-    if (!fitRequested.current || !initialized || nodes.length === 0) return;
-    fitRequested.current = false;
-    const rect = pane.current?.getBoundingClientRect();
-    if (!rect) return;
-    void flow.setViewport(openingViewport(flow.getNodesBounds(nodes.map((n) => n.id)), rect, nodes.length));
-  }, [initialized, nodes, flow, fitRequested]);
+  const { onNodesChange } = state;
+  /** "Go to node": the view centred on it (at a readable zoom at least) and it alone selected, which opens its Inspector. */
+  const goTo = useCallback(
+    (id: string) => {
+      const node = flow.getInternalNode(id);
+      if (!node) return;
+      const { x, y } = node.internals.positionAbsolute;
+      const width = node.measured.width ?? NEW_CARD.width;
+      const height = node.measured.height ?? NEW_CARD.height;
+      void flow.setCenter(x + width / 2, y + height / 2, { zoom: Math.max(flow.getZoom(), BIG_FLOW_ZOOM) });
+      const changed = flow.getNodes().filter((n) => Boolean(n.selected) !== (n.id === id));
+      onNodesChange(changed.map((n) => ({ id: n.id, type: "select", selected: n.id === id })));
+    },
+    [flow, onNodesChange],
+  );
+  const minimap = useMemo(() => {
+    const xs = graph.nodes.map((n) => n.x);
+    const ys = graph.nodes.map((n) => n.y);
+    const width = Math.max(...xs) - Math.min(...xs) + NEW_CARD.width;
+    return minimapStyle(width, Math.max(...ys) - Math.min(...ys) + NEW_CARD.height);
+  }, [graph.nodes]);
+  const idList = nodes.map((n) => n.id).join("\n");
+  const nodeIds = useMemo(() => (idList ? idList.split("\n") : []), [idList]);
 
   const { addLocally, wireLocally } = state;
   /** A new node's free spot can be off screen (a crowded flow): zoom out just enough to show it
@@ -304,6 +339,8 @@ function Editor({ graph, queue, dark }: Props) {
           onDelete={actions.onDelete}
           onFit={onFit}
           onTidy={() => queue.push({ kind: "tidy" })}
+          nodeIds={nodeIds}
+          onGoTo={goTo}
         />
         <div className="fc-canvas" ref={pane} onDragOver={onDragOver} onDrop={onDrop}>
           <ReactFlow<CanvasNode, Edge>
@@ -327,7 +364,7 @@ function Editor({ graph, queue, dark }: Props) {
           >
             <Background gap={20} size={1} />
             <Controls showInteractive={false} />
-            {nodes.length >= MINIMAP_FROM ? <MiniMap pannable zoomable nodeColor={minimapColor} style={MINIMAP_STYLE} /> : null}
+            {nodes.length >= MINIMAP_FROM ? <MiniMap pannable zoomable nodeColor={minimapColor} style={minimap} maskStrokeColor="#2563eb" maskStrokeWidth={2} /> : null}
           </ReactFlow>
           <Banner message={graph.message} ack={graph.ack} />
           {menu ? (

@@ -1,6 +1,7 @@
-/** Show/hide the node list, undo, redo, delete, fit and tidy, above the canvas (Save is the page's, one button; Ctrl/Cmd+S here too). */
+/** Show/hide the node list, undo, redo, delete, fit, tidy and go to a node, above the canvas (Save is the page's, one button; Ctrl/Cmd+S here too). */
 
 import { memo } from "react";
+import { GoTo } from "./GoTo";
 
 export interface ToolbarProps {
   paletteOpen: boolean;
@@ -13,6 +14,9 @@ export interface ToolbarProps {
   onDelete: () => void;
   onFit: () => void;
   onTidy: () => void;
+  /** The node ids "go to node" offers. */
+  nodeIds: string[];
+  onGoTo: (id: string) => void;
 }
 
 function ToolbarView(props: ToolbarProps) {
@@ -42,6 +46,7 @@ function ToolbarView(props: ToolbarProps) {
       <button type="button" data-testid="canvas-tidy" onClick={props.onTidy} title="Lay the flow out left to right by its wires (undoable)">
         Tidy
       </button>
+      <GoTo ids={props.nodeIds} onGoTo={props.onGoTo} />
     </div>
   );
 }

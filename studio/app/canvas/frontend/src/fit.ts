@@ -1,7 +1,9 @@
 /**
  * The opening view: a small flow (up to 15 nodes besides the inputs and outputs) at a readable
  * zoom (at most 100%; at least 75%, or down to 55% when that makes it whole, as in a 1024 px
- * window), its start at the left when it is still wider than the pane; a bigger one fitted whole.
+ * window), its start at the left when it is still wider than the pane; a bigger one fitted whole
+ * (`openingViewport`, as the trace view opens), or, in the editor, at a readable zoom on its start
+ * (`startViewport`).
  */
 
 import type { Rect, Viewport } from "@xyflow/react";
@@ -19,7 +21,37 @@ export const MIN_ZOOM = 0.02;
  */
 const MARGIN = { left: 48, right: 24, top: 24, bottom: 24 };
 
-export function openingViewport(bounds: Rect, pane: { width: number; height: number }, count: number): Viewport {
+/**
+ * The least zoom a big flow opens at in the editor: a card's smallest text (12 px) stays 8.4 px on
+ * screen, where fitting a 200-node flow whole would show it as a dotted line.
+ */
+export const BIG_FLOW_ZOOM = 0.7;
+
+type Pane = { width: number; height: number };
+
+/** From `start` (the pane's margin) of `length`, the flow coordinate the view begins at so that it
+ * shows `[from, from + size)` of `extent` (`[lo, lo + span)`): that centred when the view is wider
+ * than the extent, else `from`'s centre in the middle, kept inside the extent. */
+function viewStart(lo: number, span: number, from: number, size: number, length: number): number {
+  if (span <= length) return lo - (length - span) / 2;
+  return Math.min(Math.max(from + size / 2 - length / 2, lo), lo + span - length);
+}
+
+/**
+ * A big flow in the editor: as wide as the pane shows (its layout is cut into rows as wide as a
+ * readable view, studio/editor/layout.py's `in_rows`), at a zoom from `BIG_FLOW_ZOOM` to 100%, the
+ * view on its `start` (the flow's inputs), kept inside the flow.
+ */
+export function startViewport(bounds: Rect, pane: Pane, start: Rect | null): Viewport {
+  const room = { width: pane.width - MARGIN.left - MARGIN.right, height: pane.height - MARGIN.top - MARGIN.bottom };
+  const zoom = Math.min(MAX_ZOOM, Math.max(BIG_FLOW_ZOOM, room.width / Math.max(bounds.width, 1)));
+  const from = start ?? { x: bounds.x, y: bounds.y, width: 0, height: 0 };
+  const left = viewStart(bounds.x, bounds.width, from.x, from.width, room.width / zoom);
+  const top = viewStart(bounds.y, bounds.height, from.y, from.height, room.height / zoom);
+  return { x: MARGIN.left - left * zoom, y: MARGIN.top - top * zoom, zoom };
+}
+
+export function openingViewport(bounds: Rect, pane: Pane, count: number): Viewport {
   const room = { width: pane.width - MARGIN.left - MARGIN.right, height: pane.height - MARGIN.top - MARGIN.bottom };
   const fitted = Math.min(room.width / Math.max(bounds.width, 1), room.height / Math.max(bounds.height, 1));
   const zoom = Math.min(MAX_ZOOM, count <= READABLE_UP_TO ? Math.max(fitted >= NARROW_ZOOM ? NARROW_ZOOM : READABLE_ZOOM, fitted) : Math.max(MIN_ZOOM, fitted));
