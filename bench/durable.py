@@ -1,4 +1,4 @@
-"""Durable runs: checkpoint cost per step (against LangGraph's SqliteSaver, same run),
+"""Durable runs: checkpoint cost per step in each durability mode (sync's against LangGraph's SqliteSaver, same run),
 resume time for a 1000-step run, and a cached re-run of an example flow.
 
 Run:
@@ -12,18 +12,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from studio.flow.spec import load_flow_text
+from studio.flow.spec import DURABILITIES, Durability, load_flow_text
 from studio.node import NodeContext, NodeError
 from studio.runtime import registry
 from studio.runtime.compiler import compile_flow
-from studio.runtime.engine import Engine
+from studio.runtime.engine import Engine, RunOptions
 from studio.store import MemoryStore, SQLiteStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,22 +48,32 @@ class FailOnce(Noop):
         return await super().run(inputs, ctx)
 
 
-async def checkpoint_cost(tmp: Path) -> dict[str, float]:
+async def checkpoint_cost(tmp: Path, rounds: int = 7) -> dict[str, float]:
+    """Per step of a chain: the memory store, and SQLite in each durability mode, measured in
+    turns (memory, sync, async, exit, memory, ...) so every figure comes from the same minutes;
+    medians over `rounds`."""
     plan = compile_flow(load_flow_text(chain_flow(STEPS)))
-    memory = min([await _timed(Engine(MemoryStore()), plan) for _ in range(3)])
-    store = SQLiteStore(tmp / "ckpt.db")
-    sqlite = min([await _timed(Engine(store), plan) for _ in range(3)])
-    store.close()
-    return {
-        "memory_ms_per_step": round(memory / STEPS * 1e3, 4),
-        "sqlite_ms_per_step": round(sqlite / STEPS * 1e3, 4),
-        "checkpoint_ms_per_step": round((sqlite - memory) / STEPS * 1e3, 4),
-    }
+    stores: dict[str, Any] = {"memory": MemoryStore(), **{m: SQLiteStore(tmp / f"ckpt-{m}.db") for m in DURABILITIES}}
+    times: dict[str, list[float]] = {name: [] for name in stores}
+    for _ in range(rounds):
+        for name, store in stores.items():
+            mode = "sync" if name == "memory" else cast(Durability, name)
+            times[name].append(await _timed(Engine(store), plan, mode))
+    for store in stores.values():
+        store.close()
+    memory = statistics.median(times["memory"])
+    figures = {"memory_ms_per_step": round(memory / STEPS * 1e3, 4)}
+    for mode in DURABILITIES:
+        sqlite = statistics.median(times[mode])
+        suffix = "" if mode == "sync" else f"_{mode}"
+        figures[f"sqlite_ms_per_step{suffix}"] = round(sqlite / STEPS * 1e3, 4)
+        figures[f"checkpoint_ms_per_step{suffix}"] = round((sqlite - memory) / STEPS * 1e3, 4)
+    return figures
 
 
-async def _timed(engine: Engine, plan: Any) -> float:
+async def _timed(engine: Engine, plan: Any, durability: Durability = "sync") -> float:
     start = time.perf_counter()
-    result = await engine.run(plan, {"x": 1})
+    result = await engine.run(plan, {"x": 1}, options=RunOptions(durability=durability))
     assert result.status == "succeeded"
     return time.perf_counter() - start
 
