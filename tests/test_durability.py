@@ -13,9 +13,11 @@ import pytest
 from bench import crash_drill
 from studio.errors import SpecError
 from studio.flow.spec import load_flow_text
+from studio.runtime.compiler import compile_flow
 from studio.runtime.durability import choose
-from studio.runtime.engine import RunOptions
+from studio.runtime.engine import Engine, RunOptions
 from studio.runtime.runner import resume_run_async, run_flow_async
+from studio.store import MemoryStore
 from studio.store.sqlite import SQLiteStore
 from tests.serve.conftest import Server, serve_command
 
@@ -128,5 +130,46 @@ def test_serve_durability_is_the_mode_of_flows_that_name_none(tmp_path: Path) ->
         modes = {name: store.get_run(r.json()["run_id"]).options["durability"] for name, r in ran.items()}  # type: ignore[union-attr]
         assert modes == {"fan": "async", "fan-exit": "exit"}
         assert all(len(store.steps(r.json()["run_id"])) == 4 for r in ran.values())
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", ["async", "exit"])
+async def test_a_cancelled_run_still_writes_the_steps_it_finished(tmp_path: Path, mode: str) -> None:
+    slow = FAN.replace("{reply: '333'}", "{match: '^four', reply: '333', delay_s: 5}, {reply: '333'}")
+    plan = compile_flow(load_flow_text(slow))
+    finished: list[str] = []
+
+    def hook(event: str, **details: Any) -> None:
+        if event == "step_finished":
+            finished.append(details["step"].node)
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        engine = Engine(store, hooks=[hook])
+        task = asyncio.create_task(engine.run(plan, {}, options=RunOptions(durability=mode, cache=False)))
+        while len(finished) < 3:
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        run = store.list_runs()[0]
+        assert run.status == "cancelled"
+        assert sorted(s.node for s in store.steps(run.run_id)) == ["a", "b", "d"]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", ["async", "exit"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite-one-transaction-per-write"])
+async def test_stores_without_group_commit_keep_the_steps_in_order(tmp_path: Path, mode: str, kind: str) -> None:
+    """Without a group-commit writer each write waits for the one before, so rows keep their order."""
+    store: Any = MemoryStore() if kind == "memory" else SQLiteStore(tmp_path / "runs.db", group_commit=False)
+    try:
+        plan = compile_flow(load_flow_text(FAN))
+        result = await Engine(store).run(plan, {}, options=RunOptions(durability=mode, cache=False))
+        assert result.status == "succeeded"
+        assert [s.node for s in store.steps(result.run_id)] == [s.node for s in result.steps]
+        assert store.get_run(result.run_id).steps == 4
     finally:
         store.close()
