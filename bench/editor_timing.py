@@ -22,6 +22,12 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
   the five, give the third a `when` guard in the inspector (Apply), wire the last to `$outputs.+`
   and press Ctrl+S; each gesture is timed from the action until the canvas (or the saved file)
   shows its result.
+- big flows (issue 38, `--part big`): in a fresh server, a cold Home (from `page.goto` until a flow
+  card's Open is on screen, the server's first page); then in fresh pages at 1440x900, the 200-node
+  tree opened by URL, and a 200-node chain opened from Home (a click on its card's Open), each until
+  the canvas holds all its cards at a readable zoom (>= 0.7) with the flow's inputs card inside the
+  pane; on the chain, the Inspector's open (a click on a card until its heading is on screen), a
+  palette add and a wire, as above.
 - first token (issue #19): a one-node flow on the embedded model (local/smollm2) in the Editor's
   Playground; after one warm-up run (the studio loads the model), from the click on Start until
   the running node shows streamed text on the canvas, on new inputs each time (no cache hit);
@@ -29,11 +35,13 @@ tree, no sidecar, so the first open also lays it out) is the only file in a temp
 
 Goals: open < 3 s (issue #8; < 2 s median, issue #19), an edit's round trip < 1 s
 (add/connect/apply < 0.5 s, issue #19), first streamed token on screen < 1 s after Start on the
-warm embedded model (issue #19). Prints ONE JSON object.
+warm embedded model (issue #19); a 200-node flow open to a readable view < 2 s, add and wire on it
+< 0.5 s, the Inspector's open < 0.5 s (issue 38). Prints ONE JSON object.
 
 Run (from the repository root):
     .venv/bin/python bench/editor_timing.py
     .venv/bin/python bench/editor_timing.py --nodes 200 --repeat 5
+    .venv/bin/python bench/editor_timing.py --part big --repeat 3   # issue 38's figures alone
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ import argparse
 import itertools
 import json
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -54,9 +63,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from studio.editor.document import new_flow_text  # noqa: E402
+from studio.editor.drafts import draft_path  # noqa: E402
 from studio.editor.editor import Editor  # noqa: E402
 from tests.app.browser import CHROMIUM, chromium, settled, studio_server  # noqa: E402
-from tests.app.editor_browser import CANVAS_FRAME, big_flow, canvas, confirmed, drag, port  # noqa: E402
+from tests.app.editor_browser import CANVAS_FRAME, big_flow, canvas, chain_flow, confirmed, drag, port  # noqa: E402
 from tests.conftest import FLOWSTUDIO  # noqa: E402
 
 TIMEOUT_MS = 60_000
@@ -189,7 +199,9 @@ def _connect(page: Any, source_id: str, target_id: str) -> tuple[float, float]:
     edges = int(_root(page).get_attribute("data-edges"))
     source, target = port(page, source_id, "out", "text"), port(page, target_id, "in", "text")
     drag(page, source, target, release=False)
-    shown = f"return root.querySelectorAll('.react-flow__edge').length > {edges}"
+    shown = (
+        f"return Number(root.getAttribute('data-edges')) > {edges}"  # drawn: only the edges on screen are in the DOM
+    )
     return _gesture(page, shown, page.mouse.up)
 
 
@@ -315,16 +327,19 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         opens, adds, connects = [], [], []
         phases: dict[str, list[float]] = {}
         for number in range(repeat):
+            _forget_drafts(folder)
             page = browser.new_page(viewport={"width": 1600, "height": 1100})
             opens.append(_open(page, url, nodes, phases if number > 0 or repeat == 1 else None))
             adds += [_add(page, "template"), _add(page, "template_2")]  # each session edits the file as on disk
             connects.append(_connect(page, "template", "template_2"))
             page.close()
+        _forget_drafts(folder)
         from_home = []
         for _ in range(repeat):
             page = browser.new_page(viewport={"width": 1440, "height": 900})
             from_home.append(_open_from_home(page, url, nodes))
             page.close()
+        _forget_drafts(folder)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.goto(f"{url}/editor")
         expect_open = _root(page)
@@ -333,6 +348,7 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         expect(expect_open).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
         build = build_from_empty(page, folder / "empty.yaml")
         page.close()
+        _forget_drafts(folder)
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         page.goto(f"{url}/editor")
         expect(_root(page)).to_have_attribute("data-nodes", str(nodes + 2), timeout=TIMEOUT_MS)
@@ -352,6 +368,120 @@ def browser_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
         "connect_median_s": round(statistics.median(shown for shown, _ in connects), 3),
         "connect_confirmed_median_s": round(statistics.median(confirmed for _, confirmed in connects), 3),
         "opens_s": [round(t, 3) for t in opens],
+        "adds_s": [[round(t, 3) for t in pair] for pair in adds],
+        "connects_s": [[round(t, 3) for t in pair] for pair in connects],
+    }
+
+
+READABLE_ZOOM = 0.7
+"""The least zoom at which a card's smallest text (12 px) is 8 px or more on screen."""
+READABLE = """([selector, nodes, least]) => {
+  const frame = document.querySelector(selector);
+  const doc = frame?.contentDocument;
+  const root = doc?.querySelector('[data-testid="canvas-root"]');
+  const viewport = doc?.querySelector('.react-flow__viewport');
+  const inputs = doc?.querySelector('[data-testid="node-$inputs"]');
+  if (root?.getAttribute("data-nodes") !== String(nodes) || !viewport || !inputs) return false;
+  const zoom = new DOMMatrix(frame.contentWindow.getComputedStyle(viewport).transform).a;
+  const box = inputs.getBoundingClientRect();
+  const pane = doc.querySelector('.react-flow').getBoundingClientRect();
+  return zoom >= least && box.left >= pane.left && box.top >= pane.top && box.right <= pane.right && box.bottom <= pane.bottom;
+}"""
+"""In the page, on the canvas frame of this script run (it can be swapped while the page loads): all
+the flow's cards in, at a readable zoom, the inputs card inside the pane."""
+
+
+def _cold_home(page: Any, url: str) -> float:
+    """Seconds from `page.goto` on Home until a flow card's Open is on screen."""
+    start = time.perf_counter()
+    page.goto(url)
+    page.locator(".st-key-flow_card_0").get_by_role("button", name="Open").wait_for(timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+def _open_readable(page: Any, url: str, name: str, nodes: int) -> float:
+    """Seconds from `page.goto` on the Editor with `name` until the readable opening view (`READABLE`)."""
+    start = time.perf_counter()
+    page.goto(f"{url}/editor?flow={name}")
+    page.wait_for_function(READABLE, arg=[CANVAS_FRAME, nodes + 2, READABLE_ZOOM], polling="raf", timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+def _open_readable_from_home(page: Any, url: str, name: str, nodes: int) -> float:
+    """A fresh page on Home, then the flow card's Open: seconds from the click until the readable
+    opening view (`READABLE`), the way the studio opens a flow."""
+    page.goto(url)
+    card = page.locator("[class*='st-key-flow_card_']", has=page.get_by_text(name.removesuffix(".yaml"), exact=True))
+    button = card.first.get_by_role("button", name="Open")
+    button.wait_for(timeout=TIMEOUT_MS)
+    settled(page)
+    start = time.perf_counter()
+    button.click()
+    page.wait_for_function(READABLE, arg=[CANVAS_FRAME, nodes + 2, READABLE_ZOOM], polling="raf", timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+def _inspector(page: Any, node_id: str) -> float:
+    """Seconds from a click on a card until its Inspector's heading is on screen."""
+    settled(page)
+    heading = page.get_by_role("heading", name=node_id, exact=True)
+    start = time.perf_counter()
+    canvas(page).get_by_test_id(f"node-{node_id}").click(position={"x": 40, "y": 12})
+    heading.wait_for(timeout=TIMEOUT_MS)
+    return time.perf_counter() - start
+
+
+def _forget_drafts(folder: Path) -> None:
+    """Drop the drafts a page's unsaved edits left (`studio/editor/drafts.py`): each page times a
+    fresh open, not the offer of an earlier visit's edits (whose answer redraws the canvas)."""
+    for flow in folder.glob("*.yaml"):
+        draft_path(flow).unlink(missing_ok=True)
+
+
+def big_flow_figures(folder: Path, nodes: int, repeat: int) -> dict[str, Any]:
+    """Issue 38's figures on a fresh server: cold Home, readable opens, Inspector, add and wire."""
+    with (
+        studio_server(FLOWSTUDIO, folder, folder / "big.db", folder / "big-studio.log") as (url, _),
+        chromium() as browser,
+    ):
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        cold_home = _cold_home(page, url)
+        page.close()
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        warm_home = _cold_home(page, url)
+        page.close()
+        chain, tree, inspector, adds, connects = [], [], [], [], []
+        for _ in range(repeat):
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            tree.append(_open_readable(page, url, "big.yaml", nodes))
+            page.close()
+            _forget_drafts(folder)
+            page = browser.new_page(viewport={"width": 1440, "height": 900})
+            chain.append(_open_readable_from_home(page, url, "chain.yaml", nodes))
+            inspector += [_inspector(page, "c1"), _inspector(page, "c2")]
+            settled(page)  # the Inspector's rerun done: the canvas frame is this run's
+            adds += [_add(page, "template"), _add(page, "template_2")]  # each session edits the file as on disk
+            connects.append(_connect(page, "c6", "template_2"))  # not from `template`: at the pane's edge it auto-pans
+            page.close()
+
+    def median(times: list[float]) -> float:
+        return round(statistics.median(times), 3)
+
+    return {
+        "cold_home_s": round(cold_home, 3),
+        "warm_home_s": round(warm_home, 3),
+        "open_chain_from_home_readable_first_s": round(chain[0], 3),
+        "open_chain_from_home_readable_median_s": median(chain[1:] or chain),
+        "open_tree_readable_first_s": round(tree[0], 3),
+        "open_tree_readable_median_s": median(tree[1:] or tree),
+        "inspector_open_median_s": median(inspector),
+        "add_node_median_s": median([shown for shown, _ in adds]),
+        "add_node_confirmed_median_s": median([done for _, done in adds]),
+        "connect_median_s": median([shown for shown, _ in connects]),
+        "connect_confirmed_median_s": median([done for _, done in connects]),
+        "opens_chain_s": [round(t, 3) for t in chain],
+        "opens_tree_s": [round(t, 3) for t in tree],
+        "inspector_opens_s": [round(t, 3) for t in inspector],
         "adds_s": [[round(t, 3) for t in pair] for pair in adds],
         "connects_s": [[round(t, 3) for t in pair] for pair in connects],
     }
@@ -393,6 +523,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--part", choices=("all", "big"), default="all", help="big: issue 38's big-flow figures alone")
     args = parser.parse_args()
     if not CHROMIUM.exists():
         sys.exit(f"needs Debian's chromium at {CHROMIUM}")
@@ -403,7 +534,15 @@ def main() -> None:
         (folder / "empty.yaml").write_text(new_flow_text("empty"), encoding="utf-8")
         (folder / "stream.yaml").write_text(STREAM_FLOW, encoding="utf-8")
         server = server_figures(path)
-        figures = browser_figures(folder, args.nodes, args.repeat)
+        big = Path(tempfile.mkdtemp(prefix="bigflows-"))  # apart: the folder above lists its flows recursively
+        (big / "big.yaml").write_text(big_flow(args.nodes), encoding="utf-8")
+        (big / "chain.yaml").write_text(chain_flow(args.nodes), encoding="utf-8")
+        try:
+            figures = {"big_flows": big_flow_figures(big, args.nodes, args.repeat)}
+        finally:
+            shutil.rmtree(big, ignore_errors=True)
+        if args.part == "all":
+            figures |= browser_figures(folder, args.nodes, args.repeat)
     print(json.dumps({"nodes": args.nodes, "repeat": args.repeat, "browser": figures, "server": server}, indent=2))
 
 
