@@ -45,7 +45,7 @@ const MINIMAP_FROM = 8;
  */
 const MINIMAP_AREA = 150 * 100;
 const MINIMAP_WIDTH = { least: 60, most: 200 };
-const MINIMAP_HEIGHT = { least: 80, most: 240 };
+const MINIMAP_HEIGHT = { least: 80, most: 200 };
 
 function clamp(value: number, range: { least: number; most: number }): number {
   return Math.round(Math.min(range.most, Math.max(range.least, value)));
