@@ -55,8 +55,8 @@ TASKS: dict[str, dict[str, Any]] = {
     "arithmetic": {
         "field": "question",
         "gold": "answer",
-        "node": {"type": "llm.generate", "config": {"prompt": "{{ question }}\nAnswer with the number only.",
-                                                   "max_tokens": 8, "stop": ["\n"]}},
+        "node": {"type": "llm.generate", "config": {"form": "completion", "prompt": "Question: {{ question }}\nAnswer:",
+                                                   "max_tokens": 12, "stop": ["\n"]}},
     },
 }  # fmt: skip
 
@@ -97,6 +97,12 @@ def flow_text(task: str, way: str, oracle: list[dict[str, str]], args: argparse.
     return json.dumps(flow)
 
 
+def last_word(answer: str) -> str:
+    """What is scored: the last word of the first line (`88 - 11 = 77` → `77`), as bench/flows/arithmetic.yaml."""
+    words = (answer.strip().split("\n") or [""])[0].split()
+    return words[-1].rstrip(".") if words else ""
+
+
 async def stream(engine: Engine, text: str, rows: list[dict[str, str]], task: str) -> dict[str, Any]:
     """Run `rows` one at a time; accuracy, cost per example and seconds."""
     spec = TASKS[task]
@@ -104,7 +110,7 @@ async def stream(engine: Engine, text: str, rows: list[dict[str, str]], task: st
     right, cost, started = 0, 0.0, time.perf_counter()
     for row in rows:
         result = await engine.run(plan, {spec["field"]: row[spec["field"]]}, options=RunOptions(cache=False))
-        answer = str((result.outputs or {}).get("answer", "")).strip()
+        answer = last_word(str((result.outputs or {}).get("answer", "")))
         right += answer == row[spec["gold"]]
         cost += sum(c.cost_usd for c in engine.store.calls(result.run_id))
     n = len(rows)
