@@ -187,7 +187,7 @@ def _prompt_editor(field: Field, value: str, variables: list[str], key: str) -> 
     reply = code_editor(
         value,
         lang="django",
-        height=[4, 24],
+        height=[3, 24],
         response_mode="blur",
         completions=completions,
         options={"wrap": True, "showLineNumbers": False, "showGutter": False},

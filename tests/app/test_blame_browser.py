@@ -78,7 +78,9 @@ def test_blame_progress_budget_words_blame_header_and_batch_form(
             expect(badge.first).to_be_visible(timeout=WAIT_MS)
             expect(page.get_by_text("Examples (6 runs", exact=False)).to_be_visible()  # the limit held
             page.get_by_role("button", name="Find the culprits").click()
-            expect(page.get_by_text(BLAMING)).to_be_visible(timeout=WAIT_MS)  # while it runs
+            expect(page.get_by_test_id("stProgress").get_by_text(BLAMING)).to_be_visible(
+                timeout=WAIT_MS
+            )  # while it runs
             shot(page, "2-blame-running")
             expect(page.get_by_text("Likely culprits")).to_be_visible(timeout=WAIT_MS)
             page.get_by_text("Likely culprits").scroll_into_view_if_needed()

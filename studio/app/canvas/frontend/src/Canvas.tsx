@@ -15,7 +15,7 @@ import {
   type OnNodeDrag,
   type OnSelectionChangeParams,
 } from "@xyflow/react";
-import { useCallback, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
 import { NodeActionsContext } from "./actions";
 import { Banner } from "./Banner";
 import { ContextMenu, type MenuAt } from "./ContextMenu";
@@ -57,6 +57,8 @@ export function minimapStyle(width: number, height: number): { width: number; he
   const across = clamp(Math.sqrt(MINIMAP_AREA / aspect), MINIMAP_WIDTH);
   return { width: across, height: clamp(across * aspect, MINIMAP_HEIGHT) };
 }
+/** How long after an add a resize of the pane still re-shows the new card. */
+const SETTLE_MS = 3000;
 const MENU_SIZE = { width: 200, height: 170 };
 /** How far a pasted or duplicated node lands from its original. */
 const COPY_OFFSET = 40;
@@ -173,6 +175,8 @@ function Editor({ graph, queue, dark }: Props) {
   const nodeIds = useMemo(() => (idList ? idList.split("\n") : []), [idList]);
 
   const { addLocally, wireLocally } = state;
+  /** The spot of the node last added from the palette, while the frame may still resize after it. */
+  const lastAdded = useRef<{ at: Position; until: number } | null>(null);
   /** A new node's free spot can be off screen (a crowded flow): zoom out just enough to show it
    * beside what was on screen, rather than move the view away from it. */
   const widenTo = useCallback(
@@ -216,9 +220,22 @@ function Editor({ graph, queue, dark }: Props) {
       const at = freeSpot(start, all, visible);
       placeNode(type, at);
       widenTo(at, rect);
+      lastAdded.current = { at, until: Date.now() + SETTLE_MS };
     },
     [flow, placeNode, widenTo],
   );
+  /** Streamlit can resize the canvas frame just after an add (the Inspector opens beside it): the new
+   * card is then shown again in the pane as it became. */
+  useEffect(() => {
+    const element = pane.current;
+    if (!element) return;
+    const observer = new ResizeObserver(() => {
+      const added = lastAdded.current;
+      if (added && Date.now() < added.until) widenTo(added.at, element.getBoundingClientRect());
+    });
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [widenTo]);
 
   const onDragOver = useCallback((event: DragEvent) => {
     if (!event.dataTransfer.types.includes(DRAG_TYPE)) return;
