@@ -27,7 +27,16 @@ def _start_batch(folder: Path, db: Path) -> subprocess.Popen[str]:
     command = [FLOWSTUDIO, "batch", TRIAGE, "--data", DATA, "--expect", "category=category"]
     command += ["--model", _slow_script(folder), "--concurrency", "3", "--json"]
     environment = {**os.environ, "FLOWSTUDIO_DB": str(db)}
-    return subprocess.Popen(command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        command, cwd=ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_sigint,
+    )  # fmt: skip
+
+
+def _default_sigint() -> None:
+    """Ctrl-C as a terminal delivers it, even when pytest itself runs in a background job (where a
+    shell starts it with SIGINT ignored, and Python keeps an ignored SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_finished_runs(db: Path, count: int, deadline_s: float = 60) -> None:
