@@ -105,4 +105,4 @@ def from_reviews(flow: str, version: str | None, out: str, db: str | None, as_js
     if as_json:
         print_json({"flow": flow, "rows": count, "out": out})
     else:
-        click.echo(f"wrote {count} reviewed rows of {flow} to {out}")
+        click.echo(f"wrote {count} reviewed row{'' if count == 1 else 's'} of {flow} to {out}")
