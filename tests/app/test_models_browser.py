@@ -76,7 +76,9 @@ def test_a_model_is_picked_from_a_list_checked_on_apply_and_an_unknown_local_one
         choose(page, "model", "openai/gpt-4o-mini")  # the provider's list
         shot(page, "1-openai-list")
         choose(page, "provider", "scripted — replies from a script")
-        temperature = page.get_by_role("spinbutton", name="temperature")
+        field = page.locator("[class*='st-key-model-pick-'][class*='-scripted-temperature']")  # the scripted form's
+        expect(field).to_be_visible(timeout=WAIT_MS)  # drawn: a field typed in before would be the old form's
+        temperature = field.get_by_role("spinbutton", name="temperature")
         temperature.fill("0.4")
         temperature.press("Tab")
         page.get_by_role("button", name="Apply model").click()
