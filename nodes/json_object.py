@@ -9,8 +9,9 @@ import re
 from typing import Any
 
 import jsonschema
+from pydantic import BaseModel, ConfigDict
 
-from studio.node import ANY, PortType
+from studio.node import ANY, PortType, parse_type
 
 _JSON_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "dict": "object"}
 _PORT_TYPES = {v: k for k, v in _JSON_TYPES.items()}
@@ -111,6 +112,55 @@ def opening(schema: dict[str, Any]) -> str:
     first, prop = next(iter(properties.items()))
     # Never end on a space: the model's tokens carry their own leading space.
     return "{" + json.dumps(first) + (': "' if prop.get("type") == "string" and "enum" not in prop else ":")
+
+
+class FieldSpec(BaseModel):
+    """One field of the object."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    type: str = "str"
+    """Port type: str, int, float, bool, dict, list, list[T] or any; `T | null` makes it optional."""
+    description: str = ""
+    """What the field holds; shown to the model."""
+
+
+Fields = dict[str, str | FieldSpec]
+"""A field list: name → type, or a `FieldSpec`."""
+
+
+def _specs(fields: Fields) -> dict[str, FieldSpec]:
+    return {k: v if isinstance(v, FieldSpec) else FieldSpec(type=v) for k, v in fields.items()}
+
+
+def fields_problem(fields: Fields) -> tuple[str, str] | None:
+    """The first field whose type does not parse, as (`fields.NAME`, why), or None."""
+    for name, spec in _specs(fields).items():
+        try:
+            parse_type(spec.type)
+        except ValueError as err:
+            return f"fields.{name}", str(err)
+    return None
+
+
+def fields_schema(fields: Fields) -> dict[str, Any]:
+    """The JSON Schema of an object with these fields (the optional ones not required)."""
+    properties, required = {}, []
+    for name, spec in _specs(fields).items():
+        port = parse_type(spec.type)
+        properties[name] = {**field_schema(port), **({"description": spec.description} if spec.description else {})}
+        if not port.optional:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def schema_problem(schema: dict[str, Any]) -> str | None:
+    """What is wrong with a node's `json_schema`, or None: it must be a valid schema of an object."""
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as err:
+        return f"invalid JSON Schema: {err.message}"
+    return None if schema.get("type") == "object" else "the schema must describe an object (type: object)"
 
 
 def problem(schema: dict[str, Any], data: Any) -> str | None:

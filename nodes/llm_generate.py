@@ -141,6 +141,4 @@ class Generate(Node):
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    """The input values a demo can hold: JSON values, without the conversation or a missing optional one."""
-    json_types = (str, int, float, bool, list, dict)
-    return {k: v for k, v in values.items() if k != MESSAGES and isinstance(v, json_types)}
+    return strategies.demo_values(values, skip=(MESSAGES,))

@@ -15,28 +15,17 @@ the repair loop `nodes.json_repair`'s.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes.json_object import field_schema, first_object, schema_port
+from nodes import strategies, structured_cascade
+from nodes.json_object import FieldSpec, fields_problem, fields_schema, first_object, schema_port, schema_problem
 from nodes.json_repair import ask_object
 from nodes.prompting import Form
-from studio.node import Node, NodeContext, OptionalVariables, PortType, TemplateInputs, parse_type
+from studio.node import Node, NodeContext, OptionalVariables, PortType, TemplateInputs, Tunable
 
 __all__ = ["FieldSpec", "Structured", "first_object"]
-
-
-class FieldSpec(BaseModel):
-    """One field of the object."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
-
-    type: str = "str"
-    """Port type: str, int, float, bool, dict, list, list[T] or any; `T | null` makes it optional."""
-    description: str = ""
-    """What the field holds; shown to the model."""
 
 
 class Structured(Node):
@@ -45,6 +34,12 @@ class Structured(Node):
     uses_model = True
     starter = {"prompt": "{{ text }}", "fields": {"answer": "str"}}
     scripted_replies = "a JSON object the fields validate"
+    tunable = Tunable(
+        fields=("strategy", "samples", "teacher", "agree"),
+        output="data",
+        default_form="completion",
+        strategies=("single", "cascade"),
+    )
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
@@ -68,6 +63,18 @@ class Structured(Node):
         optional: OptionalVariables = []
         max_tokens: int | None = Field(default=None, gt=0)
         """Cap on generated tokens per call; the model alias' setting when omitted."""
+        strategy: Literal["single", "cascade"] = "single"
+        """`single` (one object, invalid replies sent back); `cascade` (the node's model samples
+        `samples` objects given the teacher's nearest past objects as demos; when fewer than `agree`
+        are the same object, the `teacher` alias answers and its object is kept as a demo)."""
+        samples: int = Field(default=3, ge=1, le=15)
+        """`cascade`: how many objects the student samples."""
+        teacher: str = ""
+        """`cascade`: the teacher's model alias (the node's own model is the student)."""
+        agree: int = Field(default=2, ge=1, le=15)
+        """`cascade`: how many student samples must be the same object for it to stand."""
+        recall: int = Field(default=4, ge=0, le=20)
+        """`cascade`: how many of the teacher's past objects (nearest to the input) the student gets as demos."""
 
     Inputs = TemplateInputs
 
@@ -79,43 +86,36 @@ class Structured(Node):
 
     config: Config
 
+    def model_calls(self) -> float:
+        return strategies.calls(self.config.strategy, self.config.samples)
+
+    def model_aliases(self) -> list[tuple[str, str]]:
+        return [("teacher", self.config.teacher)] if self.config.strategy == "cascade" else []
+
+    def cascade_query(self, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """What a cascade's memory keeps an object under: the rendered prompt, and the input values."""
+        return structured_cascade.question(self.config.prompt, values)
+
     def templates(self) -> list[tuple[str, str]]:
         c = self.config
         return [("prompt", c.prompt), ("system", c.system), ("instructions", c.instructions)]
-
-    def _fields(self) -> dict[str, FieldSpec]:
-        return {k: v if isinstance(v, FieldSpec) else FieldSpec(type=v) for k, v in self.config.fields.items()}
 
     def check(self) -> list[tuple[str, str]]:
         c = self.config
         if bool(c.fields) == (c.json_schema is not None):
             return [("fields", "give either `fields` or `json_schema`")]
-        for name, spec in self._fields().items():
-            try:
-                parse_type(spec.type)
-            except ValueError as err:
-                return [(f"fields.{name}", str(err))]
-        if c.json_schema is not None:
-            try:
-                jsonschema.validators.validator_for(c.json_schema).check_schema(c.json_schema)
-            except jsonschema.SchemaError as err:
-                return [("json_schema", f"invalid JSON Schema: {err.message}")]
-            if c.json_schema.get("type") != "object":
-                return [("json_schema", "the schema must describe an object (type: object)")]
+        if c.strategy == "cascade" and not c.teacher:
+            return strategies.check_cascade(c.strategy, c.teacher)
+        if wrong_field := fields_problem(c.fields):
+            return [wrong_field]
+        if c.json_schema is not None and (wrong := schema_problem(c.json_schema)):
+            return [("json_schema", wrong)]
         problems = [(f"demos.{i}", "a demo needs a `data` object") for i, d in enumerate(c.demos) if "data" not in d]
         return problems[:1]
 
     def schema(self) -> dict[str, Any]:
         """The JSON Schema replies are validated against."""
-        if self.config.json_schema is not None:
-            return self.config.json_schema
-        properties, required = {}, []
-        for name, spec in self._fields().items():
-            port = parse_type(spec.type)
-            properties[name] = {**field_schema(port), **({"description": spec.description} if spec.description else {})}
-            if not port.optional:
-                required.append(name)
-        return {"type": "object", "properties": properties, "required": required}
+        return self.config.json_schema if self.config.json_schema is not None else fields_schema(self.config.fields)
 
     def output_ports(self) -> dict[str, PortType]:
         schema = self.schema() if self.check() == [] else {}
@@ -124,6 +124,8 @@ class Structured(Node):
         return {**ports, "data": PortType("dict")}
 
     async def run(self, inputs: TemplateInputs, ctx: NodeContext) -> Outputs:
+        if self.config.strategy == "cascade":
+            return self._outputs(await structured_cascade.cascade(self.config, self.schema(), inputs.values(), ctx))
         return self._outputs(await ask_object(self.config, self.schema(), inputs.values(), ctx))
 
     def _outputs(self, data: dict[str, Any]) -> Outputs:

@@ -114,6 +114,13 @@ def check_cascade(strategy: str, teacher: str) -> list[tuple[str, str]]:
     return []
 
 
+def demo_values(values: dict[str, Any], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The input values a demo can hold: JSON values, without the `skip` ports (a conversation)
+    or a missing optional one."""
+    json_types = (str, int, float, bool, list, dict)
+    return {k: v for k, v in values.items() if k not in skip and isinstance(v, json_types)}
+
+
 def query_text(prompt: Prompt) -> str:
     """What a cascade's memory matches on: the prompt's text, or its last message."""
     return prompt.text if prompt.text is not None else prompt.messages[-1].content
@@ -148,6 +155,9 @@ class Vote:
 
     answer: str
     confidence: float | None = None
+    valid: bool = True
+    """False for a sample that gave no usable answer (an object that never validated): it counts
+    among the samples but never towards agreement."""
 
 
 class Metered:
@@ -216,11 +226,12 @@ async def decide(
     if not ctx.memory.warming:
         demos = [{**e.inputs, plan.output: e.output} for e in ctx.memory.nearest(query, plan.recall)]
         votes = await student(demos, metered)
-        winner = majority([v.answer for v in votes])
-        agreeing = sum(normalised(v.answer) == normalised(winner) for v in votes)
-        sure = confidence([v for v in votes if normalised(v.answer) == normalised(winner)])
+        usable = [v for v in votes if v.valid]
+        winner = majority([v.answer for v in usable])
+        agreeing = sum(normalised(v.answer) == normalised(winner) for v in usable)
+        sure = confidence([v for v in usable if normalised(v.answer) == normalised(winner)])
         needed = min(plan.agree, plan.samples)
-        if votes and agreeing >= needed and (sure is None or sure >= plan.confidence):
+        if usable and agreeing >= needed and (sure is None or sure >= plan.confidence):
             outcome = CascadeOutcome(
                 winner, "student", _reason(agreeing, len(votes), needed, sure, plan), agreeing, len(votes),
                 sure, metered.cost_usd,
@@ -228,6 +239,8 @@ async def decide(
             ctx.memory.note(outcome)
             return outcome
         why = _reason(agreeing, len(votes), needed, sure, plan)
+        if len(usable) < len(votes):
+            why += f"; {len(votes) - len(usable)} gave no valid answer"
     else:
         why = "warming the memory"
     paid = Metered(ctx.llm_for(plan.teacher, why=why))

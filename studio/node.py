@@ -359,6 +359,8 @@ class Tunable:
     """Whether the node picks one of `config.labels` (demos carry a `label`; one demo per label first)."""
     default_form: Literal["chat", "completion"] = "chat"
     """The prompt form when the config names none."""
+    strategies: tuple[str, ...] = ("single", "reasoning", "ensemble", "reflect", "cascade")
+    """The `strategy` values the node runs (the optimizer proposes only these)."""
     logprobs: tuple[str, ...] = ()
     """Model-string prefixes (`local/`) on which the node scores its labels by logprobs."""
     drafts: bool = False

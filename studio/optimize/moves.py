@@ -144,7 +144,7 @@ def strategy_moves(nm: NodeMoves) -> list[Move]:
     current = nm.config.get("strategy", "single")
     moves = []
     for strategy, samples in (("single", 1), *STRATEGIES):
-        if strategy == current:
+        if strategy == current or strategy not in nm.node.surface.strategies:
             continue
         edits: dict[Path, Any] = {config_path(node, "strategy"): strategy}
         if strategy == "ensemble":

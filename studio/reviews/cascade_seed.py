@@ -8,6 +8,7 @@ Each answer is kept as if the teacher had given it, under the question the node 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +66,12 @@ def _answer(plan: Plan, record: FeedbackRecord, node: str, field: str, outputs: 
     """The node's reviewed answer: a correction of a flow output reading it, else its own when good."""
     for name, value in (record.correction or {}).items():
         if plan.flow.spec.outputs.get(name) == f"${node}.{field}":
-            return str(value)
+            return _text(value)
     if record.good is True and outputs is not None and field in outputs:
-        return str(outputs[field])
+        return _text(outputs[field])
     return None
+
+
+def _text(answer: Any) -> str:
+    """An answer as the memory keeps it: text as it is, an object (`llm.structured`) as JSON."""
+    return answer if isinstance(answer, str) else json.dumps(answer, ensure_ascii=False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from studio.optimize import prepare
 from studio.optimize.optimization import Optimization
 from studio.store import MemoryStore
@@ -12,6 +14,8 @@ from tests.optimize.conftest import options, rows, write_jsonl
 
 RULES = r"""
       - {match: "\\bgood\\b[^\\n]*\\nLabel:$", reply: positive}
+      - {match: "\\bgood\\b[^\\n]*\\nJSON: \\{\"label\": \"$", reply: 'positive"}'}
+      - {match: "JSON: \\{\"label\": \"$", reply: 'unsure"}'}
       - {reply: unsure}"""
 FLOW = (
     """flowstudio: 1
@@ -19,7 +23,7 @@ name: opt-cascade
 inputs:
   text: {type: str}
 outputs:
-  label: $answer.text
+  label: $answer.OUT
 models:
   default:
     model: scripted
@@ -35,18 +39,23 @@ models:
     + """
 nodes:
   answer:
-    type: llm.generate
     inputs: {review: $inputs.text}
+"""
+)
+GENERATE = """    type: llm.generate
     config:
       form: completion
       prompt: "Text: {{ review }}\\nLabel:"
 """
-)
+STRUCTURED = """    type: llm.structured
+    config: {prompt: "Text: {{ review }}", fields: {label: str}, retries: 0}
+"""
 
 
-async def test_a_cascade_onto_the_cheaper_alias_is_raced_and_on_the_front(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("node", "out"), [(GENERATE, "text"), (STRUCTURED, "label")], ids=["generate", "structured"])
+async def test_a_cascade_onto_the_cheaper_alias_is_raced_and_on_the_front(tmp_path: Path, node: str, out: str) -> None:
     flow = tmp_path / "flow.yaml"
-    flow.write_text(FLOW, encoding="utf-8")
+    flow.write_text(FLOW.replace("OUT", out) + node, encoding="utf-8")
     train = write_jsonl(tmp_path / "train.jsonl", rows(8, 0))
     dev = write_jsonl(tmp_path / "dev.jsonl", rows(8, 1))
     made = options(type("T", (), {"flow": flow, "train": train, "dev": dev})(), 200, proposer="none")  # type: ignore[arg-type]
