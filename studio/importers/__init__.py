@@ -7,7 +7,8 @@ files are only parsed (`ast`), and prompts are only read as text.
 from studio.importers.build import Imported, write_import
 from studio.importers.detect import free_path, import_path
 from studio.importers.dify import import_dify
-from studio.importers.promptflow import import_promptflow, import_promptflow_run
+from studio.importers.promptflow import import_promptflow
+from studio.importers.promptflow_run import import_promptflow_run
 from studio.importers.report import ImportReport, NodeReport
 
 __all__ = [

@@ -195,6 +195,8 @@ def write_import(imported: Imported, out: Path, *, overwrite: bool = False) -> l
         for name, sub in imported.sub_flows.items():
             written += write_files(sub, out.parent / name)
         written += write_files(imported, out)
+        for name in imported.sub_flows:
+            compile_flow(load_flow(out.parent / name))
         compile_flow(load_flow(out))
     except FlowError as err:
         for path in written:

@@ -7,36 +7,25 @@ import re
 from pathlib import Path
 from typing import Any
 
-from studio.errors import FlowError
 from studio.flow.loader import Document
 from studio.importers.build import FlowBuilder, Imported, jmes, literal
+from studio.importers.promptflow_aggregate import convert_aggregation
+from studio.importers.promptflow_checks import check_graph, check_shape, deps, parse_ref, refs
+from studio.importers.promptflow_tools import convert_package, package_kind
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, load_yaml, read_text, sandbox_notes, tool_function
-
-_REF = re.compile(r"^\$\{([A-Za-z_][\w-]*)\.([\w.-]+)\}$")
-
-
-def _ref(value: Any) -> tuple[str, str] | None:
-    """`${head.rest}` as (head, rest); `${flow.x}`, Prompt flow's other spelling of a flow input,
-    reads as `${inputs.x}`."""
-    if not isinstance(value, str) or not (m := _REF.match(value.strip())):
-        return None
-    return ("inputs" if m.group(1) == "flow" else m.group(1)), m.group(2)
-
 
 _ROLE = re.compile(r"^[ \t]*#[ \t]*(system|user|assistant|function|tool)[ \t]*:[ \t]*$", re.I | re.M)
 TYPES = {"string": "str", "int": "int", "double": "float", "bool": "bool", "list": "list", "object": "dict"}
 LLM_SETTINGS = {
-    "deployment_name", "model", "temperature", "max_tokens", "top_p", "stop", "suffix", "logprobs", "echo",
+    "connection", "deployment_name", "model", "temperature", "max_tokens", "top_p", "stop", "suffix", "logprobs", "echo",
     "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "response_format", "seed", "n", "user",
     "tool_choice", "tools", "functions", "function_call",
 }  # fmt: skip
 PORTS = {"llm": "text", "prompt": "text", "python": "result"}
-MAX_DATA_BYTES = 256 * 1024 * 1024
-"""Largest batch data file copied (the batch's own dataset cap)."""
 
 
-class _Ctx:
+class Ctx:
     """One import in progress: the source, the builder, ids by source name."""
 
     def __init__(self, folder: Path, doc: Document, builder: FlowBuilder, report: ImportReport) -> None:
@@ -47,16 +36,32 @@ class _Ctx:
 
     def wire(self, value: Any) -> Any:
         """A source value as a flow value: `${...}` references become wires."""
-        if not (ref := _ref(value)):
+        if not (found := parse_ref(value)):
             return literal(value)
-        head, rest = ref
+        head, rest = found
         if head == "inputs":
             name, _, path = rest.partition(".")
             return self.b.field(f"$inputs.{name}", jmes(path.split(".")), "inputs") if path else f"$inputs.{name}"
         node_id = self.ids[head]
-        port = PORTS.get(self.kinds[head], "result")
+        port = {**PORTS, "retrieve": "results"}.get(self.kinds[head], "result")
         path = jmes(rest.split(".")[1:])
         return self.b.field(f"${node_id}.{port}", path, node_id) if path else f"${node_id}.{port}"
+
+    def source_text(self, name: str, entry: NodeReport) -> str:
+        """The file a node names: in the flow folder, else one of the flow's `additional_includes`
+        (files or folders Prompt flow copies into the flow's root, by their last name), which must stay
+        inside the folder holding the flow folder."""
+        try:
+            return read_text(self.folder, name)
+        except ValueError:
+            includes = self.doc.data.get("additional_includes")
+            for include in includes if isinstance(includes, list) else []:
+                if isinstance(include, str) and Path(name).parts[:1] == (Path(include).name,):
+                    relative = (Path(include).parent / name).as_posix()
+                    text = read_text(self.folder.parent, f"{self.folder.name}/{relative}")
+                    entry.notes.append(f"{name} read from additional_includes ({include})")
+                    return text
+            raise
 
 
 def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Imported:
@@ -67,27 +72,32 @@ def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Impo
     dag = source / "flow.dag.yaml" if source.is_dir() else source
     doc = load_yaml(dag)
     data = doc.data
-    _check_shape(doc)
+    check_shape(doc)
     nodes = [_node_with_variant(n, data) for n in data.get("nodes") or []]
-    _check_graph(doc, nodes, data)
+    check_graph(doc, nodes, data)
     report = ImportReport(doc.file)
-    ctx = _Ctx(folder, doc, FlowBuilder(folder.resolve().name), report)
+    ctx = Ctx(folder, doc, FlowBuilder(folder.resolve().name), report)
     for name, spec in (data.get("inputs") or {}).items():
         ctx.b.inputs[name] = _input(spec)
         if isinstance(spec, dict) and spec.get("is_chat_input"):
             report.notes.append(f"input `{name}` is the chat input; `chat_history` (if any) is a plain list input")
     for node in nodes:
         ctx.ids[node["name"]] = ctx.b.new_id(node["name"])
-        ctx.kinds[node["name"]] = str(node.get("type", ""))
+        ctx.kinds[node["name"]] = package_kind(node) or str(node.get("type", ""))
+    pending: list[tuple[dict[str, Any], NodeReport]] = []
     for i, node in enumerate(nodes):
         entry = NodeReport(node["name"], str(node.get("type")), doc.line_of(("nodes", i)))
         report.nodes.append(entry)
+        if node.get("aggregation"):
+            pending.append((node, entry))
+            continue
         _convert(ctx, node, entry)
         if entry.status == "not converted" and allow_placeholders:
             ctx.b.placeholder(ctx.ids[node["name"]], f"{node['name']} ({node.get('type')})", entry.notes[-1])
     for name, spec in (data.get("outputs") or {}).items():
         ref = spec.get("reference") if isinstance(spec, dict) else spec
         ctx.b.outputs[name] = ctx.wire(ref)
+    convert_aggregation(ctx, pending)
     for entry in report.nodes:
         if entry.status == "not converted" and allow_placeholders:
             ctx.b.retarget(ctx.ids[entry.source], "result")
@@ -95,24 +105,6 @@ def import_promptflow(source: Path, *, allow_placeholders: bool = False) -> Impo
         [f"Imported from Prompt flow ({folder.name}/{dag.name}) by `flowstudio import promptflow`.", *ctx.b.origins]
     )
     return ctx.b.build(report, header)
-
-
-def _check_shape(doc: Document) -> None:
-    """Refuse a document whose sections are not what a flow.dag.yaml holds (so nothing below trips)."""
-    data = doc.data
-    if not isinstance(data, dict) or not isinstance(data.get("nodes", []), list):
-        raise FlowError("not a Prompt flow DAG: expected a mapping with a `nodes:` list", file=doc.file, line=1)
-    wanted: list[tuple[tuple[str | int, ...], Any]] = [
-        ((key,), data.get(key)) for key in ("inputs", "outputs", "node_variants")
-    ]
-    for i, node in enumerate(data.get("nodes") or []):
-        if not isinstance(node, dict):
-            raise FlowError("a node must be a mapping", file=doc.file, line=doc.line_of(("nodes", i)))
-        wanted += [(("nodes", i, key), node.get(key)) for key in ("inputs", "source", "activate")]
-    for path, value in wanted:
-        if value is not None and not isinstance(value, dict):
-            where = ".".join(str(p) for p in path)
-            raise FlowError(f"`{where}` must be a mapping", file=doc.file, line=doc.line_of(path))
 
 
 def _node_with_variant(node: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -131,85 +123,6 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _refs(value: Any) -> list[str]:
-    """Source node names a value refers to (`${node.output...}`)."""
-    if (ref := _ref(value)) and ref[0] != "inputs":
-        return [ref[0]]
-    if isinstance(value, dict):
-        return [r for v in value.values() for r in _refs(v)]
-    if isinstance(value, list):
-        return [r for v in value for r in _refs(v)]
-    return []
-
-
-def _deps(node: dict[str, Any]) -> list[str]:
-    activate = node.get("activate") or {}
-    return _refs(node.get("inputs") or {}) + _refs(activate.get("when") if isinstance(activate, dict) else None)
-
-
-def _check_graph(doc: Document, nodes: list[dict[str, Any]], data: dict[str, Any]) -> None:
-    """Refuse what Prompt flow itself refuses: unnamed or repeated nodes, references to nothing, cycles."""
-    names: dict[str, int] = {}
-    for i, node in enumerate(nodes):
-        name = node.get("name")
-        if not isinstance(name, str) or not name:
-            raise FlowError("a node without a `name`", file=doc.file, line=doc.line_of(("nodes", i)))
-        if name in names:
-            raise FlowError(f"two nodes named {name!r}", file=doc.file, line=doc.line_of(("nodes", i)))
-        names[name] = i
-    inputs = data.get("inputs") or {}
-    for i, node in enumerate(nodes):
-        for value in _input_refs(node):
-            head, rest = value
-            if (head == "inputs" and rest.split(".")[0] not in inputs) or (head != "inputs" and head not in names):
-                where = doc.line_of(("nodes", i, "inputs"))
-                raise FlowError(
-                    f"node {node['name']!r} refers to ${{{head}.{rest}}}, which does not exist",
-                    file=doc.file,
-                    line=where,
-                )
-    outputs = data.get("outputs") or {}
-    for name, spec in outputs.items():
-        ref = spec.get("reference") if isinstance(spec, dict) else spec
-        for head in _refs(ref):
-            if head not in names:
-                raise FlowError(
-                    f"output {name!r} refers to {ref}, which does not exist",
-                    file=doc.file,
-                    line=doc.line_of(("outputs", name)),
-                )
-    _check_cycles(doc, nodes, names)
-
-
-def _input_refs(node: dict[str, Any]) -> list[tuple[str, str]]:
-    activate = node.get("activate") or {}
-    values = [*(node.get("inputs") or {}).values(), activate.get("when") if isinstance(activate, dict) else None]
-    found = []
-    for value in values:
-        if ref := _ref(value):
-            found.append(ref)
-    return found
-
-
-def _check_cycles(doc: Document, nodes: list[dict[str, Any]], names: dict[str, int]) -> None:
-    deps = {n["name"]: _deps(n) for n in nodes}
-    state: dict[str, int] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == 2:
-            return
-        if state.get(name) == 1:
-            loop = [*path[path.index(name) :], name]
-            raise FlowError("a cycle: " + " -> ".join(loop), file=doc.file, line=doc.line_of(("nodes", names[name])))
-        state[name] = 1
-        for dep in deps[name]:
-            visit(dep, [*path, name])
-        state[name] = 2
-
-    for name in deps:
-        visit(name, [])
-
-
 def _input(spec: Any) -> dict[str, Any]:
     if not isinstance(spec, dict):
         return {"type": "any"}
@@ -224,20 +137,21 @@ def _input(spec: Any) -> dict[str, Any]:
     return out
 
 
-def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
+def _convert(ctx: Ctx, node: dict[str, Any], entry: NodeReport) -> None:
     kind = str(node.get("type", "")).lower()
     source = node.get("source") or {}
-    if node.get("aggregation"):
-        entry.refuse("an aggregation node runs once over a whole batch: score batches with `flowstudio batch --metric`")
-        return
-    if source.get("type") not in (None, "code"):
-        entry.refuse(f"tool from a package ({source.get('tool') or source.get('type')}): no built-in equivalent")
+    if source.get("type") == "package_with_prompt" and package_kind(node) == "llm":
+        node, kind = _chat_tool(node, entry), "llm"
+    elif source.get("type") not in (None, "code"):
+        if (spec := convert_package(ctx, node, entry)) is not None:
+            _activate(ctx, node, spec, entry)
+            ctx.b.nodes[ctx.ids[node["name"]]] = spec
         return
     if kind not in PORTS:
         entry.refuse(f"node type {node.get('type')!r} has no built-in equivalent")
         return
     try:
-        text = _source_text(ctx, str(source.get("path", "")), entry)
+        text = ctx.source_text(str(source.get("path", "")), entry)
     except ValueError as err:
         entry.refuse(str(err))
         return
@@ -254,27 +168,17 @@ def _convert(ctx: _Ctx, node: dict[str, Any], entry: NodeReport) -> None:
     ctx.b.nodes[node_id] = spec
 
 
-def _source_text(ctx: _Ctx, name: str, entry: NodeReport) -> str:
-    """The file a node names: in the flow folder, else one of the flow's `additional_includes`
-    (files or folders Prompt flow copies into the flow's root, by their last name), which must stay
-    inside the folder holding the flow folder."""
-    try:
-        return read_text(ctx.folder, name)
-    except ValueError:
-        includes = ctx.doc.data.get("additional_includes")
-        for include in includes if isinstance(includes, list) else []:
-            if isinstance(include, str) and Path(name).parts[:1] == (Path(include).name,):
-                relative = (Path(include).parent / name).as_posix()
-                text = read_text(ctx.folder.parent, f"{ctx.folder.name}/{relative}")
-                entry.notes.append(f"{name} read from additional_includes ({include})")
-                return text
-        raise
+def _chat_tool(node: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
+    """A package chat tool (`AzureOpenAI.chat` of promptflow.tools.aoai_gpt4v, ...) read as an llm node."""
+    tool = str(node["source"].get("tool"))
+    entry.approximate(f"{tool} becomes llm.generate: images in the prompt reach the model as text (their URL or path)")
+    return {**node, "provider": "AzureOpenAI" if "AzureOpenAI" in tool else node.get("provider")}
 
 
-def _activate(ctx: _Ctx, node: dict[str, Any], spec: dict[str, Any], entry: NodeReport) -> None:
+def _activate(ctx: Ctx, node: dict[str, Any], spec: dict[str, Any], entry: NodeReport) -> None:
     activate = node.get("activate")
     if not isinstance(activate, dict):
-        if any(d in ctx.skippable for d in _deps(node)):
+        if any(d in ctx.skippable for d in deps(node)):
             ctx.skippable.add(node["name"])
         return
     when = ctx.wire(activate.get("when"))
@@ -292,7 +196,7 @@ def _jinja_literal(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _template_inputs(ctx: _Ctx, node: dict[str, Any], text: str, llm: bool) -> tuple[dict[str, Any], list[str]]:
+def _template_inputs(ctx: Ctx, node: dict[str, Any], text: str, llm: bool) -> tuple[dict[str, Any], list[str]]:
     """Wired template variables, and those left optional (unwired, or from a node that may be bypassed)."""
     from studio.flow import templates
 
@@ -302,7 +206,7 @@ def _template_inputs(ctx: _Ctx, node: dict[str, Any], text: str, llm: bool) -> t
         used = templates.variables(text)
     except Exception as err:
         raise ValueError(f"the template does not parse: {err}") from None
-    deps = {k: _refs(v) for k, v in given.items()}
+    deps = {k: refs(v) for k, v in given.items()}
     optional = sorted(v for v in used if v not in inputs)
     several = len({d for ds in deps.values() for d in ds}) > 1
     if several:
@@ -310,7 +214,7 @@ def _template_inputs(ctx: _Ctx, node: dict[str, Any], text: str, llm: bool) -> t
     return inputs, optional
 
 
-def _prompt(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+def _prompt(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
     try:
         inputs, optional = _template_inputs(ctx, node, text, llm=False)
     except ValueError as err:
@@ -322,7 +226,7 @@ def _prompt(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
     return {"type": "text.template", "inputs": inputs, "config": config}
 
 
-def _llm(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+def _llm(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
     try:
         inputs, optional = _template_inputs(ctx, node, text, llm=True)
     except ValueError as err:
@@ -346,7 +250,7 @@ def _llm(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[
         config["optional"] = optional
     spec: dict[str, Any] = {"type": "llm.generate", "inputs": inputs, "config": config}
     model = _model_string(node)
-    origin = f"connection {node.get('connection') or '?'}, {given.get('deployment_name') or given.get('model') or '?'}"
+    origin = f"connection {node.get('connection') or given.get('connection') or '?'}, {given.get('deployment_name') or given.get('model') or '?'}"
     alias = ctx.b.alias(model, _number(given.get("temperature"), float), origin)
     if alias:
         spec["model"] = alias
@@ -409,7 +313,7 @@ def _model_string(node: dict[str, Any]) -> str:
     return f"openai/{given.get('model') or given.get('deployment_name') or 'gpt-4o-mini'}"
 
 
-def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
+def _python(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
     try:
         func = tool_function(text)
     except ValueError as err:
@@ -420,11 +324,11 @@ def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
         entry.refuse(f"parameter {connections[0]!r} is a Prompt flow connection ({func.annotations[connections[0]]})")
         return None
     given = node.get("inputs") or {}
-    deps = {d for v in given.values() for d in _refs(v)}
+    deps = {d for v in given.values() for d in refs(v)}
     inputs: dict[str, Any] = {}
     for name, value in given.items():
         wire = ctx.wire(value)
-        if len(deps) > 1 and any(d in ctx.skippable for d in _refs(value)):
+        if len(deps) > 1 and any(d in ctx.skippable for d in refs(value)):
             default = func.params.get(name, None)
             merge = ctx.b.new_id(f"{ctx.ids[node['name']]}_{name}")
             options = [wire, None if default is REQUIRED else literal(default)]
@@ -444,39 +348,3 @@ def _python(ctx: _Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> di
     call = ", ".join(f"{n}={n}" for n in given if n in func.params)
     code = f"{func.code}\n\nresult = {func.name}({call})\n"
     return {"type": "code.python", "inputs": inputs, "config": {"code": code}}
-
-
-def import_promptflow_run(data: Path, mapping: dict[str, str], out: Path, *, overwrite: bool = False) -> int:
-    """Copy Prompt flow batch data (JSONL) into a dataset for `flowstudio batch`: each flow input
-    named in `mapping` (input → `${data.column}` or a column name) gets its column's value. Returns
-    the number of rows written."""
-    if not data.is_file():
-        raise FlowError("no such file", file=str(data))
-    if out.exists() and not overwrite:
-        raise FlowError("already exists; choose another --out or pass --force to replace it", file=str(out))
-    if data.stat().st_size > MAX_DATA_BYTES:
-        raise FlowError("the data file is too large", file=str(data))
-    columns = {name: _column(source) for name, source in mapping.items()}
-    rows = []
-    for number, line in enumerate(data.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            raise FlowError("not a JSON object", file=str(data), line=number) from None
-        if not isinstance(row, dict):
-            raise FlowError("not a JSON object", file=str(data), line=number)
-        for name, column in columns.items():
-            if column not in row:
-                raise FlowError(f"no column {column!r} for input {name!r}", file=str(data), line=number)
-        rows.append(
-            {**{k: v for k, v in row.items() if k not in columns.values()}, **{n: row[c] for n, c in columns.items()}}
-        )
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    return len(rows)
-
-
-def _column(source: str) -> str:
-    match = re.match(r"^\$\{data\.([^}]+)\}$", source.strip())
-    return match.group(1) if match else source.strip()

@@ -170,21 +170,6 @@ def test_a_python_node_that_returns_a_list_reads_the_scripted_reply(tmp_path: Pa
     assert result.outputs == {"entities": ["data scientist", "finance manager"]}
 
 
-def test_an_aggregation_node_is_not_converted(tmp_path: Path) -> None:
-    folder = tmp_path / "eval"
-    folder.mkdir()
-    (folder / "calc.py").write_text(
-        "from promptflow import tool\n\n\n@tool\ndef calc(grades: list) -> float:\n    return 1.0\n"
-    )
-    (folder / "flow.dag.yaml").write_text(
-        "inputs:\n  grade:\n    type: string\noutputs: {}\nnodes:\n- name: calculate_accuracy\n  type: python\n"
-        "  source:\n    type: code\n    path: calc.py\n  inputs:\n    grades: ${inputs.grade}\n  aggregation: true\n"
-    )
-    report = import_promptflow(folder).report
-    assert report.nodes[0].status == "not converted" and "aggregation" in report.nodes[0].notes[0]
-    assert report.nodes[0].line == 6
-
-
 def test_a_dify_reference_to_no_node_is_refused_with_its_line(tmp_path: Path) -> None:
     text = (FIXTURES / "dify" / "support-triage.yml").read_text().replace("{{#1711528914102.question#}}", "{{#999.x#}}")
     (tmp_path / "app.yml").write_text(text)

@@ -1,0 +1,58 @@
+"""Importers: what has no native equivalent is approximated with a note (aggregation, package tools, agents)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import sqlite_utils
+
+from nodes.retrieve_fts import index_directory
+from studio.importers import import_promptflow, write_import
+from studio.runtime.runner import run_flow
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _scripted(folder: Path, reply: str) -> dict[str, str]:
+    (folder / "reply.yaml").write_text(f"- {{reply: {json.dumps(reply)}}}\n", encoding="utf-8")
+    return {"default": "scripted/reply.yaml"}
+
+
+def test_an_aggregation_node_becomes_an_aggregate_flow_run_over_the_batch_rows(tmp_path: Path) -> None:
+    imported = import_promptflow(FIXTURES / "promptflow" / "eval-aggregation")
+    entry = imported.report.nodes[1]
+    assert entry.status == "approximated" and "eval-aggregation-aggregate.yaml" in entry.notes[0]
+    assert "flowstudio batch" in entry.notes[0] and entry.line == 22
+    written = write_import(imported, tmp_path / "flow.yaml")
+    assert tmp_path / "eval-aggregation-aggregate.yaml" in written
+    rows = []
+    for truth, prediction in [("APP", "app"), ("APP", "web"), ("WEB", "web")]:
+        inputs = {"groundtruth": truth, "prediction": prediction}
+        result = run_flow(tmp_path / "flow.yaml", inputs, db=tmp_path / "db.sqlite")
+        assert result.status == "succeeded", result.error
+        rows.append({"index": len(rows), "inputs": inputs, "outputs": result.outputs})
+    total = run_flow(tmp_path / "eval-aggregation-aggregate.yaml", {"rows": rows}, db=tmp_path / "db.sqlite")
+    assert total.status == "succeeded", total.error
+    assert total.outputs["calculate_accuracy_metrics"] == {"accuracy": 0.67, "labels": 2}
+    assert total.outputs["calculate_accuracy"] == ["Correct", "Incorrect", "Correct"]
+
+
+def test_package_tools_are_approximated_by_built_ins_and_run_on_the_scripted_model(tmp_path: Path) -> None:
+    imported = import_promptflow(FIXTURES / "promptflow" / "package-tools")
+    statuses = {n.source: n.status for n in imported.report.nodes}
+    assert statuses == {**{n: "approximated" for n in statuses}, "similarity": "converted"}
+    kinds = {node_id: spec["type"] for node_id, spec in imported.flow["nodes"].items()}
+    assert kinds["embed_question"] == "code.python" and kinds["lookup"] == "retrieve.fts"
+    assert kinds["detect_language"] == kinds["describe"] == "llm.generate" and kinds["compress"] == "text.template"
+    assert "connection" not in imported.flow["nodes"]["describe"]["inputs"]
+    write_import(imported, tmp_path / "flow.yaml")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "faq.md").write_text("# Refunds\nRefunds take five days.\n")
+    index_directory(sqlite_utils.Database(tmp_path / "index.db"), "documents", tmp_path / "docs")
+    models = {**_scripted(tmp_path, "English (en)"), "gpt_4v": "scripted/reply.yaml"}
+    inputs = {"question": "how long do refunds take", "answer": "refunds take five days"}
+    result = run_flow(tmp_path / "flow.yaml", inputs, model_overrides=models, db=tmp_path / "db.sqlite")
+    assert result.status == "succeeded", result.error
+    assert 0 < result.outputs["similarity"] < 1 and result.outputs["language"] == "English (en)"
+    assert result.outputs["compressed"] == inputs["answer"] and result.outputs["passages"][0]["title"] == "Refunds"
