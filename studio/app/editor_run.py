@@ -82,7 +82,7 @@ def start_run(path: Path, values: dict[str, Any], nodes: list[str], db: Path | s
     def work() -> None:
         from studio.runtime.engine import RunOptions
         from studio.runtime.runner import run_flow_async
-        from studio.viewer.versions import working_id
+        from studio.versions.snapshot import working_id
 
         try:  # streamed: the playground shows the running LLM node's tokens as they arrive
             options = RunOptions(stream=True, version=working_id(path))  # what `flowstudio run FILE` records

@@ -25,6 +25,7 @@ from studio.store.versions import VersionRecord
 from studio.versions.history import Published, check_tag, history, publish
 from studio.versions.promote import RunsAndVersions
 from studio.versions.refs import short
+from studio.versions.snapshot import working_id
 from studio.viewer.versions import (
     WORKING,
     Side,
@@ -34,7 +35,6 @@ from studio.viewer.versions import (
     version_label,
     version_side,
     version_text,
-    working_id,
     working_side,
 )
 

@@ -8,7 +8,6 @@ Saving goes through `studio.reviews.feedback.review` and the export through
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,6 +26,7 @@ from studio.reviews.feedback import Verdict, flow_parts, review
 from studio.reviews.queue import RULES, QueueItem, review_queue
 from studio.store.base import RunFilter, RunRecord, Store
 from studio.store.feedback import FeedbackStore
+from studio.versions.history import account_name
 from studio.viewer import day_filter
 
 SKIPPED = "review_skipped"
@@ -123,7 +123,7 @@ def _save(run: RunRecord, names: list[str], verdict: Verdict) -> None:
             review(
                 cast(FeedbackStore, store), run.run_id, verdict=verdict, correction=fixed or None,
                 comment=str(state.get(f"review_comment_{run.run_id}") or "").strip() or None,
-                author=os.environ.get("USER"), node=None if node in (None, NO_NODE) else node,
+                author=account_name(), node=None if node in (None, NO_NODE) else node,
             )  # fmt: skip
     except InputError as err:
         state[LAST] = ("error", f"{err.field}: {err.message}" if err.field else err.message)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from studio.cli.common import db_option, friendly, json_option, open_store, pairs, print_json
@@ -16,7 +14,9 @@ from studio.cli.common import db_option, friendly, json_option, open_store, pair
 @click.option("--expect", multiple=True, metavar="OUTPUT=VALUE", help="The output it should have given (repeatable).")
 @click.option("--comment", default=None, help="Why, in words: the optimizer reads it.")
 @click.option("--node", default=None, help="The node to blame.")
-@click.option("--author", default=None, help="Who reviews (default $USER).")
+@click.option(
+    "--author", default=None, help="Who reviews (default: the user running it, as $LOGNAME or $USER name it)."
+)
 @db_option
 @json_option
 @friendly
@@ -48,7 +48,7 @@ def review(
         try:
             record = record_review(
                 store, full, verdict=verdict, score=score, correction=pairs(expect, "--expect", True),  # type: ignore[arg-type]
-                comment=comment, author=author or os.environ.get("USER"), node=node,
+                comment=comment, author=author or _account(), node=node,
             )  # fmt: skip
         except InputError as err:
             raise InputError(err.message, field=_option(err.field)) from None
@@ -106,3 +106,9 @@ def from_reviews(flow: str, version: str | None, out: str, db: str | None, as_js
         print_json({"flow": flow, "rows": count, "out": out})
     else:
         click.echo(f"wrote {count} reviewed row{'' if count == 1 else 's'} of {flow} to {out}")
+
+
+def _account() -> str | None:
+    from studio.versions.history import account_name
+
+    return account_name()

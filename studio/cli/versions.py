@@ -19,14 +19,10 @@ from studio.cli.common import EXIT_FAILED, db_option, friendly, json_option, ope
 def flow_and_version(text: str, db: str | None) -> tuple[str, str | None]:
     """The flow file `text` names and the version id its runs record: a reference's snapshot and
     id; a file as given and its content hash (None when the file cannot be snapshotted)."""
-    from studio.errors import FlowError
     from studio.versions import refs, snapshot
 
     if refs.parse(text) is None:
-        try:
-            return text, snapshot.take(text).version_id
-        except (FlowError, OSError):
-            return text, None  # the command's own loading reports what is wrong with the file
+        return text, snapshot.working_id(text)  # None: the command's own loading says what is wrong
     store = open_store(db)
     try:
         path, version = refs.flow_file(store, text)

@@ -119,17 +119,6 @@ def _confined_script(flow: Flow, alias: str, name: str) -> None:
         ) from None
 
 
-def content_hash(flow: Flow) -> str | None:
-    """The working files' version id (the flow and every file it reads), as `flowstudio run FILE`
-    records it; None when a file it reads is missing or unreadable."""
-    from studio.versions.snapshot import take
-
-    try:
-        return take(flow).version_id
-    except (FlowError, OSError):
-        return None
-
-
 class Catalog:
     """Finds flows by name under a file or folder, compiling each version of a file once."""
 
@@ -206,6 +195,8 @@ class Catalog:
             self._broken[file] = digest
             self._by_file.pop(file, None)
             return None
-        served = ServedFlow(plan.flow.spec.name, file, digest, plan, content_hash(plan.flow))
+        from studio.versions.snapshot import working_id  # loaded when a flow is served, not on import
+
+        served = ServedFlow(plan.flow.spec.name, file, digest, plan, working_id(plan.flow))
         self._by_file[file] = served
         return served

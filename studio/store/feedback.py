@@ -34,7 +34,7 @@ class FeedbackRecord:
     comment: str | None = None
     """Why, in the reviewer's words: what the optimizer's reflective step reads."""
     author: str | None = None
-    """Who reviewed (`--author`, else $USER; the API's caller)."""
+    """Who reviewed (`--author`, else the account running the review; the API's caller)."""
     node: str | None = None
     """The node the reviewer blamed, if any."""
     feedback_id: str = field(default_factory=new_id)

@@ -79,8 +79,8 @@ def publish(
     return store_snapshot(store, snapshot, tag=tag, note=note, author=author)
 
 
-def publisher() -> str | None:
-    """Who publishes when nobody says: the user this process runs as ($LOGNAME, $USER, else the
+def account_name() -> str | None:
+    """Who publishes or reviews when nobody says: the user this process runs as ($LOGNAME, $USER, else the
     account's name); None when there is none."""
     try:
         return getpass.getuser() or None
@@ -97,9 +97,9 @@ def store_snapshot(
     author: str | None = None,
 ) -> Published:
     """Store a snapshot as a version; the same content keeps its first record (note and author).
-    `author` defaults to `publisher()`."""
+    `author` defaults to `account_name()`."""
     digests = snapshot.digests
-    who = author if author is not None else publisher()
+    who = author if author is not None else account_name()
     record = VersionRecord(snapshot.version_id, snapshot.flow, snapshot.entry, digests, note, author=who)
     new = store.get_version(record.version_id) is None
     blobs = {digests[path]: data for path, data in snapshot.files.items()}

@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from studio.errors import FlowError
 from studio.export.writer import flow_contents
 from studio.flow.spec import Flow, load_flow
 
@@ -53,6 +54,16 @@ def take(flow: str | Path | Flow) -> Snapshot:
     loaded = flow if isinstance(flow, Flow) else load_flow(flow)
     entry, files, notes = flow_contents(loaded)
     return Snapshot(loaded.spec.name, entry, files, tuple(notes))
+
+
+def working_id(flow: str | Path | Flow) -> str | None:
+    """The version id the flow's working files have now (the flow and every file it reads), as
+    `flowstudio run FILE` records it; None when the flow does not load or a file it reads is
+    missing or unreadable (the caller's own loading says why)."""
+    try:
+        return take(flow).version_id
+    except (FlowError, OSError, UnicodeDecodeError):
+        return None
 
 
 def with_entry_name(snapshot: Snapshot, name: str) -> Snapshot:

@@ -68,14 +68,6 @@ def table_rows(rows: list[dict[str, Any]], working: str | None) -> list[dict[str
     ]
 
 
-def working_id(path: Path) -> str | None:
-    """The version id the flow file would have if published now (None when it does not load)."""
-    try:
-        return take(path).version_id
-    except (FlowError, OSError, UnicodeDecodeError):  # the page says why the file does not load
-        return None
-
-
 def version_side(store: VersionStore, version: VersionRecord, label: str) -> Side:
     """A published version, materialised once beside the store (as `NAME@ID` runs it)."""
     flow = load_flow(materialise(store, version, cache_dir(store)))
