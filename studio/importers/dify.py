@@ -10,6 +10,8 @@ from typing import Any
 from studio.errors import FlowError
 from studio.flow.loader import Document
 from studio.importers.build import FlowBuilder, Imported, jmes, literal, slug
+from studio.importers.dify_agent import agent
+from studio.importers.dify_agent import port as agent_port
 from studio.importers.dify_tools import HTTP_TOOLS, PYTHON_CONFIG, PYTHON_TOOLS
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import load_yaml, sandbox_notes, tool_function
@@ -89,7 +91,7 @@ class _Ctx:
             line = self.lines.get(self.current or "")
             raise FlowError(f"a reference to {head}.{var}, which is not a node", file=self.report.file, line=line)
         node_id, kind = self.ids[head], self.kind(head)
-        port = PORTS.get(kind, {}).get(var)
+        port = agent_port(self.by_id[head]["data"], var) if kind == "agent" else PORTS.get(kind, {}).get(var)
         tool = str(self.by_id[head]["data"].get("tool_name")) if kind == "tool" else ""
         if kind == "code" or tool in PYTHON_TOOLS:
             return self.b.field(f"${node_id}.result", jmes([var, *rest]), node_id)
@@ -299,7 +301,7 @@ def _convert(
         "code": _code, "if-else": _if_else, "question-classifier": _classifier,
         "parameter-extractor": _extractor, "http-request": _http, "knowledge-retrieval": _knowledge,
         "variable-aggregator": _aggregator, "variable-assigner": _aggregator, "assigner": _assigner,
-        "tool": _tool,
+        "tool": _tool, "agent": agent,
     }  # fmt: skip
     if kind == "iteration-start":
         return

@@ -8,7 +8,7 @@ from pathlib import Path
 import sqlite_utils
 
 from nodes.retrieve_fts import index_directory
-from studio.importers import import_promptflow, write_import
+from studio.importers import import_dify, import_promptflow, write_import
 from studio.runtime.runner import run_flow
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -56,3 +56,24 @@ def test_package_tools_are_approximated_by_built_ins_and_run_on_the_scripted_mod
     assert result.status == "succeeded", result.error
     assert 0 < result.outputs["similarity"] < 1 and result.outputs["language"] == "English (en)"
     assert result.outputs["compressed"] == inputs["answer"] and result.outputs["passages"][0]["title"] == "Refunds"
+
+
+def test_a_dify_agent_becomes_llm_agent_with_the_tools_that_exist_else_llm_generate(tmp_path: Path) -> None:
+    imported = import_dify(FIXTURES / "dify" / "agent.yml")
+    solver, travel = imported.flow["nodes"]["solver"], imported.flow["nodes"]["travel"]
+    assert solver["type"] == "llm.agent" and solver["config"]["tools"] == ["calculator"]
+    assert solver["config"]["max_turns"] == 4 and travel["type"] == "llm.generate"
+    assert "information_schema" in travel["config"]["system"] and travel["inputs"] == {"solver_text": "$solver.answer"}
+    notes = " ".join(note for n in imported.report.nodes for note in n.notes)
+    assert "duckduckgo/ddgo_search" in notes and "MCP server" in notes and "memory" in notes
+    write_import(imported, tmp_path / "flow.yaml")
+    (tmp_path / "script.yaml").write_text(
+        "- {match: 'Action:', replies: ['Action: calculator\\nInput: 6 * 7', 'Answer: 42']}\n"
+        "- {match: 'The result was 42', reply: 'Where to?'}\n"
+    )
+    models = {"default": "scripted/script.yaml"}
+    result = run_flow(
+        tmp_path / "flow.yaml", {"query": "6 times 7?"}, model_overrides=models, db=tmp_path / "db.sqlite"
+    )
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"answer": "Where to?"}
