@@ -153,7 +153,7 @@ async def test_a_cancelled_run_still_writes_the_steps_it_finished(tmp_path: Path
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        run = store.list_runs()[0]
+        run = store.query_runs()[0]
         assert run.status == "cancelled"
         assert sorted(s.node for s in store.steps(run.run_id)) == ["a", "b", "d"]
     finally:

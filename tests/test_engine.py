@@ -273,4 +273,4 @@ async def test_inputs_are_checked_before_anything_runs(given: dict[str, Any], wo
     )
     with pytest.raises(InputError, match=words):
         await Engine(store).run(plan, given)
-    assert store.list_runs() == []
+    assert store.query_runs() == []

@@ -102,7 +102,7 @@ async def draft_critique_revise(row: dict[str, Any]) -> bool:
     """The final text is neither the draft nor a critique, nor a critique's wording."""
     outputs, store = await _run("draft-critique-revise", {"topic": row["topic"]})
     text = outputs["text"].strip()
-    calls = [call for run in store.list_runs(limit=100) for call in store.calls(run.run_id)]
+    calls = [call for run in store.query_runs(limit=100) for call in store.calls(run.run_id)]
     earlier = {(c.response or "").strip() for c in calls if c.node.split(".")[-1] in ("draft", "critique")}
     return bool(text) and text not in earlier and "problem" not in text.lower()
 

@@ -21,7 +21,8 @@ from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from studio.flow.spec import DURABILITIES, Durability
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord
+from studio.store.recorder import Recorder
 
 __all__ = ["DURABILITIES", "Durability", "StepWriter", "choose", "step_writer"]
 
@@ -34,7 +35,7 @@ def choose(run: Durability | None, flow: Durability | None, server: Durability |
 
 
 class StepWriter(Protocol):
-    """How the engine hands one run's steps and its end to the store."""
+    """How the engine hands one run's steps and its end to the store (through its `Recorder`)."""
 
     async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         """Record a finished step (when it is durable depends on the mode)."""
@@ -54,18 +55,18 @@ class StepWriter(Protocol):
 class SyncWriter:
     """`sync`: each step is committed before the engine goes on."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
 
     async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         """Commit the step now."""
-        await self.store.commit_step(run_id, step, calls)
+        await self.recorder.finish_step(run_id, step, calls)
 
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
         """Make the run final."""
-        return await self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
+        return await self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
 
     async def flush(self) -> None:
         """Nothing is pending."""
@@ -77,16 +78,15 @@ class AsyncWriter(SyncWriter):
     Tasks are created in the order steps finish and queue their writes in that order, so the
     store's step rows keep the order the engine announced them in."""
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store)
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(recorder)
         self.pending: list[asyncio.Task[None]] = []
-        self.in_order = queues_in_order(store)
 
     async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         """Queue the step's commit and return at once."""
-        before = self.pending[-1] if self.pending and not self.in_order else None
+        before = self.pending[-1] if self.pending and not self.recorder.in_order else None
         self.pending = [task for task in self.pending if _unsettled(task)]
-        write = self.store.commit_step(run_id, step, calls)
+        write = self.recorder.finish_step(run_id, step, calls)
         self.pending.append(asyncio.create_task(write if before is None else _after(before, write)))
 
     async def flush(self) -> None:
@@ -109,8 +109,8 @@ class ExitWriter(SyncWriter):
     """`exit`: steps are kept in memory and written with the run's end, in one group commit
     where the store has one (SQLite: the steps and the end share a transaction)."""
 
-    def __init__(self, store: Store) -> None:
-        super().__init__(store)
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__(recorder)
         self.buffered: list[tuple[str, StepRecord, list[CallRecord]]] = []
 
     async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
@@ -119,34 +119,28 @@ class ExitWriter(SyncWriter):
 
     def _take(self) -> list[Coroutine[Any, Any, None]]:
         buffered, self.buffered = self.buffered, []
-        return [self.store.commit_step(run_id, step, calls) for run_id, step, calls in buffered]
+        return [self.recorder.finish_step(run_id, step, calls) for run_id, step, calls in buffered]
 
     async def flush(self) -> None:
         """Write the kept steps (queued together: one transaction with group commit)."""
-        await _write_all(self.store, self._take())
+        await _write_all(self.recorder, self._take())
 
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
         """Write the kept steps and the run's end, queued together so they share a commit."""
-        if not queues_in_order(self.store):
-            await _write_all(self.store, self._take())
+        if not self.recorder.in_order:
+            await _write_all(self.recorder, self._take())
             return await super().end(run_id, status=status, outputs=outputs, error=error)
-        ending = self.store.commit_end(run_id, status=status, outputs=outputs, error=error)
+        ending = self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
         *_, record = await asyncio.gather(*self._take(), ending)
         assert isinstance(record, RunRecord)
         return record
 
 
-def queues_in_order(store: Store) -> bool:
-    """Whether the store's commits go through a group-commit writer, which commits writes in the
-    order they were queued (so several may be queued at once); else each waits for the one before."""
-    return getattr(store, "writer", None) is not None
-
-
-async def _write_all(store: Store, writes: list[Coroutine[Any, Any, None]]) -> None:
+async def _write_all(recorder: Recorder, writes: list[Coroutine[Any, Any, None]]) -> None:
     """Run `writes`: queued at once where the store keeps their order, else one after another."""
-    if queues_in_order(store):
+    if recorder.in_order:
         await asyncio.gather(*writes)
         return
     for write in writes:
@@ -165,13 +159,13 @@ async def _after(before: asyncio.Task[None], write: Coroutine[Any, Any, None]) -
     await write
 
 
-def step_writer(store: Store, mode: Durability) -> StepWriter:
+def step_writer(recorder: Recorder, mode: Durability) -> StepWriter:
     """The writer of one run in `mode`."""
     if mode == "async":
-        return AsyncWriter(store)
+        return AsyncWriter(recorder)
     if mode == "exit":
-        return ExitWriter(store)
-    return SyncWriter(store)
+        return ExitWriter(recorder)
+    return SyncWriter(recorder)
 
 
 async def flush_quietly(writer: StepWriter) -> None:

@@ -35,6 +35,7 @@ from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
 from studio.runtime.memory import Memories
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, StepStatus, Store, new_id, now
+from studio.store.recorder import Recorder
 from studio.tools import resolve_tools
 from studio.types import PortType, expected
 
@@ -182,7 +183,7 @@ class _Shared:
     """Where the run's steps go, as its durability mode says."""
 
     def __post_init__(self) -> None:
-        self.writer = step_writer(self.engine.store, self.options.durability or "sync")
+        self.writer = step_writer(self.engine.recorder, self.options.durability or "sync")
 
 
 class _Graph:
@@ -426,14 +427,14 @@ class _Graph:
     def _llm(self, node: PlanNode, path: str, calls: list[CallRecord]) -> BoundLLM | NoModel:
         if node.model is None:
             return NoModel()
-        cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
+        cache = self.shared.engine.recorder if (self.shared.options.cache and node.cache) else None
         on_token = self.shared.engine.token_sink(self.shared.run.run_id, path, self.shared.options)
         return BoundLLM(path, node.model, self.plan.models, self.client, calls, self.shared.budget, cache, on_token)
 
     def _llm_for(self, node: PlanNode, path: str, calls: list[CallRecord], alias: str, why: str = "") -> BoundLLM:
         if alias not in dict(node.node.model_aliases()).values():
             raise NodeError(f"model alias {alias!r} is not one the node names", kind="no_model")
-        cache = self.shared.engine.store if (self.shared.options.cache and node.cache) else None
+        cache = self.shared.engine.recorder if (self.shared.options.cache and node.cache) else None
         tag = {"cascade": "teacher", **({"why": why} if why else {})}
         return BoundLLM(path, alias, self.plan.models, self.client, calls, self.shared.budget, cache, tag=tag)
 
@@ -477,6 +478,8 @@ class Engine:
         self, store: Store, *, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, hooks: list[Hook] | None = None
     ) -> None:
         self.store = store
+        self.recorder = Recorder(store)
+        """How runs are written into the store: awaited, group-committed where the store can."""
         self.max_concurrency = max_concurrency
         self.hooks = hooks or []
         self.memories = Memories(store)
@@ -531,7 +534,7 @@ class Engine:
             parent_run_id=parent_run_id,
             version=options.version or flow.hash,
         )
-        await self.store.commit_run(record, flow.text)
+        await self.recorder.create_run(record, flow.text)
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps)
         shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
         return await self._execute(shared, plan, tools)

@@ -248,7 +248,7 @@ class BoundLLM:
             took = time.perf_counter() - start - completion.waited_s
             self._record(spec, request, completion, started_at, took, retry=retry)
             if key and self.cache:
-                self.cache.post_cache_put(
+                self.cache.cache_put(
                     key,
                     spec.model,
                     {

@@ -1,7 +1,10 @@
 """What the engine and the viewers need from a store, and the records they exchange.
 
 The protocol is split by concern: `RunStore` (runs, steps, calls), `LLMCache`, `ExperimentStore`;
-`Store` is all three. Each concern has its conformance suite in tests/store/.
+`Store` is all three. Each concern has its conformance suite in tests/store/, run against every store.
+Every operation is synchronous: a write returns once its transaction is committed. The engine
+awaits the same writes through `studio.store.recorder.Recorder`, which queues them on a store's
+group-commit writer where it has one.
 
 Records are JSON-ready dataclasses: the store never pickles anything.
 """
@@ -240,42 +243,6 @@ def as_read(run: RunRecord) -> RunRecord:
     return run
 
 
-class QuickWrites:
-    """The engine's write methods for a store whose writes need no writer thread (memory)."""
-
-    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        raise NotImplementedError
-
-    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        raise NotImplementedError
-
-    def finish_run(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        raise NotImplementedError
-
-    def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        raise NotImplementedError
-
-    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        """`create_run`, at once."""
-        self.create_run(run, flow_text)
-
-    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        """`finish_step`, at once."""
-        self.finish_step(run_id, step, calls)
-
-    async def commit_end(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        """`finish_run`, at once."""
-        return self.finish_run(run_id, status=status, outputs=outputs, error=error)
-
-    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """`cache_put`, at once."""
-        self.cache_put(key, model, response)
-
-
 class RunStore(Protocol):
     """Runs, their steps and model calls. One finished step is one atomic write."""
 
@@ -306,26 +273,8 @@ class RunStore(Protocol):
         """Set a run's status (a resume sets `running` again)."""
         ...
 
-    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        """`create_run` for the engine: may share a transaction with other runs' writes."""
-        ...
-
-    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        """`finish_step` for the engine: returns once the step is durable (its dependents may start)."""
-        ...
-
-    async def commit_end(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        """`finish_run` for the engine, through the same writer as its steps."""
-        ...
-
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or None when the store has none by that id."""
-        ...
-
-    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
-        """The newest runs first, optionally of one flow or status."""
         ...
 
     def steps(self, run_id: str) -> list[StepRecord]:
@@ -364,10 +313,6 @@ class LLMCache(Protocol):
 
     def cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
         """Store a reply under `key` (a later put replaces it)."""
-        ...
-
-    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        """`cache_put` without waiting: durable no later than the step that made the call."""
         ...
 
 

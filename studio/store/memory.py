@@ -12,7 +12,6 @@ from studio.store.base import (
     CallRecord,
     ExperimentRecord,
     IdKind,
-    QuickWrites,
     RunFilter,
     RunRecord,
     RunStatus,
@@ -24,7 +23,7 @@ from studio.store.feedback import MemoryFeedback
 from studio.store.versions import MemoryVersions
 
 
-class MemoryStore(QuickWrites, MemoryVersions, MemoryFeedback):
+class MemoryStore(MemoryVersions, MemoryFeedback):
     """Same contract as the SQLite store, kept in dictionaries."""
 
     def __init__(self) -> None:
@@ -78,15 +77,6 @@ class MemoryStore(QuickWrites, MemoryVersions, MemoryFeedback):
     def get_run(self, run_id: str) -> RunRecord | None:
         run = self._runs.get(run_id)
         return copy.deepcopy(run) if run else None
-
-    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
-        runs = [
-            r
-            for r in self._runs.values()
-            if (flow is None or r.flow == flow) and (status is None or r.status == status)
-        ]
-        runs.sort(key=lambda r: r.started_at, reverse=True)
-        return [copy.deepcopy(r) for r in runs[:limit]]
 
     def steps(self, run_id: str) -> list[StepRecord]:
         return copy.deepcopy(self._steps.get(run_id, []))

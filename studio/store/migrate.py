@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from studio.store.base import CallRecord, RunRecord, StepRecord
 from studio.store.postgres import PostgresStore
 from studio.store.postgres_teacher import PostgresBook
-from studio.store.sqlite import SQLiteStore, _experiment, _from_row
+from studio.store.recorder import Recorder
+from studio.store.rows import from_row
+from studio.store.sqlite import SQLiteStore, _experiment
 from studio.store.teacher import SQLiteBook, TeacherBook
 
 TABLES = ("runs", "steps", "llm_calls", "cache", "experiments", "versions", "feedback")
@@ -45,8 +47,9 @@ def copy_store(source: SQLiteStore, target: PostgresStore) -> list[Count]:
     for run_id in run_ids:
         if target.get_run(run_id) is None:
             target.import_run(*_whole_run(source, run_id))
+    recorder = Recorder(target)  # the cache puts are queued, sharing transactions
     for key, model, response in source.conn.execute("SELECT key, model, response FROM cache"):
-        target.post_cache_put(key, model, json.loads(response))
+        recorder.cache_put(key, model, json.loads(response))
     for row in source.db.query("SELECT * FROM experiments ORDER BY created_at, rowid"):
         experiment = _experiment(row)
         if target.get_experiment(experiment.experiment_id) is None:
@@ -62,14 +65,14 @@ def copy_store(source: SQLiteStore, target: PostgresStore) -> list[Count]:
 def _whole_run(
     source: SQLiteStore, run_id: str
 ) -> tuple[RunRecord, str | None, list[tuple[StepRecord, list[CallRecord]]]]:
-    run = _from_row(RunRecord, next(iter(source.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))))
+    run = from_row(RunRecord, next(iter(source.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))))
     if run.status == "interrupted":
         run.status = "running"  # as recorded: `interrupted` is only ever read
     calls: dict[int, list[CallRecord]] = {}
     for row in source.db.query("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id]):
-        calls.setdefault(row["step_id"], []).append(_from_row(CallRecord, row))
+        calls.setdefault(row["step_id"], []).append(from_row(CallRecord, row))
     steps = [
-        (_from_row(StepRecord, row), calls.get(row["id"], []))
+        (from_row(StepRecord, row), calls.get(row["id"], []))
         for row in source.db.query("SELECT * FROM steps WHERE run_id = ? ORDER BY id", [run_id])
     ]
     return run, source.flow_text(run_id), steps

@@ -1,9 +1,9 @@
 """The PostgreSQL store: the SQLite store's contract on a server many processes and machines share.
 
-Reads go through a psycopg connection pool (autocommit). The engine's writes (`commit_*`) go
-through one group-commit writer thread per store with its own connection, as with SQLite: the
+Reads go through a psycopg connection pool (autocommit). The engine's writes (`studio.store.recorder`)
+go through one group-commit writer thread per store with its own connection, as with SQLite: the
 steps queued while one transaction commits go to the server together, in one transaction, and
-each caller's step is durable (the server's `synchronous_commit = on`) before `commit_step`
+each caller's step is durable (the server's `synchronous_commit = on`) before its `finish_step`
 returns, so the checkpoint rule holds. The schema is created and migrated on first use, under an
 advisory lock so that replicas starting together migrate once.
 
@@ -15,15 +15,14 @@ for it.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import psycopg
 from psycopg_pool import ConnectionPool
@@ -37,18 +36,16 @@ from studio.store.base import (
     RunRecord,
     RunStatus,
     StepRecord,
-    as_read,
     this_host,
 )
-from studio.store.group import GroupWriter, _Item, _wake
+from studio.store.group import GroupWriter, Write, _Item, _wake
 from studio.store.postgres_feedback import MIGRATION as _V3
 from studio.store.postgres_feedback import PostgresFeedback
 from studio.store.postgres_versions import MIGRATION as _V4
 from studio.store.postgres_versions import PostgresVersions
-from studio.store.rows import BOOL_COLUMNS, COLUMNS, JSON_COLUMNS, EndRun, InsertRun, InsertStep, PutCache, encode
+from studio.store.rows import COLUMNS, EndRun, InsertRun, InsertStep, PutCache, encode, ended, from_row
 from studio.store.rows import values as row_values
 
-Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 LIVE = ("running", "interrupted")
 CONNECT_TIMEOUT_S = 10.0
 """How long opening the store waits for the server."""
@@ -155,6 +152,12 @@ def _insert_step(conn: psycopg.Connection[Any], write: InsertStep) -> None:
     )
 
 
+def fenced(fences: dict[str, Fence], write: Any) -> Any:
+    """`write`, behind its run's fence when the run has one."""
+    fence = fences.get(getattr(write, "run_id", None) or "")
+    return write if fence is None else Fenced(fence, write)
+
+
 @dataclass(frozen=True)
 class Fenced:
     """A write of a fenced run: the run's fence, then the write, in one transaction."""
@@ -168,7 +171,21 @@ class Fenced:
 
 
 class PostgresWriter(GroupWriter):
-    """The group-commit writer on a PostgreSQL connection: each batch one transaction (one WAL flush)."""
+    """The group-commit writer on a PostgreSQL connection: each batch one transaction (one WAL flush).
+
+    A write of a run that has a fence (`fences`, the store's) passes it first, in its transaction."""
+
+    def __init__(self, connect: Callable[[Path], Any], fences: dict[str, Fence]) -> None:
+        super().__init__(Path("postgres"), connect)
+        self.fences = fences
+
+    async def write(self, write: Write) -> Any:
+        """`GroupWriter.write`, behind the write's fence."""
+        return await super().write(fenced(self.fences, write))
+
+    def post(self, write: Write) -> None:
+        """`GroupWriter.post`, behind the write's fence."""
+        super().post(fenced(self.fences, write))
 
     def _commit(self, conn: Any, batch: list[_Item]) -> None:
         try:
@@ -190,21 +207,6 @@ class PostgresWriter(GroupWriter):
             results = [apply_write(conn, item.write) for item in items]
         for item, result in zip(items, results, strict=True):
             item.result = result
-
-
-def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
-    names = {f.name for f in fields(cls)}
-    values = {k: v for k, v in row.items() if k in names}
-    for key in JSON_COLUMNS & values.keys():
-        values[key] = json.loads(values[key]) if values[key] is not None else None
-    for key in BOOL_COLUMNS & values.keys():
-        values[key] = bool(values[key])
-    if cls is RunRecord and values.get("options") is None:
-        values["options"] = {}
-    record = cls(**values)
-    if isinstance(record, RunRecord):
-        as_read(record)
-    return record
 
 
 def _experiment(row: dict[str, Any]) -> ExperimentRecord:
@@ -249,11 +251,11 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
             url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True, name="flowstudio"
         )
         self._migrate()
-        connect = cast(Any, lambda _path: psycopg.connect(url, autocommit=True))
-        self.writer = PostgresWriter(Path("postgres"), connect) if group_commit else None
-        """The group-commit writer; None when every write is its own transaction."""
         self.fences: dict[str, Fence] = {}
         """Per run id: the check each write of that run passes first, in its transaction."""
+        connect = cast(Any, lambda _path: psycopg.connect(url, autocommit=True))
+        self.writer = PostgresWriter(connect, self.fences) if group_commit else None
+        """The group-commit writer (its writes fenced too); None when every write is its own transaction."""
 
     def _migrate(self) -> None:
         with self.transaction() as conn:
@@ -277,19 +279,9 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         with self.pool.connection() as conn, conn.cursor(row_factory=psycopg.rows.dict_row) as cursor:
             return cursor.execute(cast(Any, sql), params).fetchall()
 
-    def fenced(self, write: Any) -> Any:
-        """`write`, behind its run's fence when the run has one."""
-        fence = self.fences.get(getattr(write, "run_id", None) or "")
-        return write if fence is None else Fenced(fence, write)
-
     def _write(self, write: Any) -> Any:
         with self.transaction() as conn:
-            return apply_write(conn, self.fenced(write))
-
-    async def _commit(self, write: Any) -> Any:
-        if self.writer is None:
-            return await asyncio.to_thread(self._write, write)
-        return await self.writer.write(self.fenced(write))
+            return apply_write(conn, fenced(self.fences, write))
 
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
         self._write(InsertRun.of(run, flow_text))
@@ -300,30 +292,7 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        return _ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
-
-    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        try:
-            await self._commit(InsertRun.of(run, flow_text))
-        except asyncio.CancelledError:
-            if self.writer is not None:
-                self.writer.post(self.fenced(EndRun.of(run.run_id, "cancelled", None, "cancelled")))
-            raise
-
-    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        await self._commit(InsertStep.of(run_id, step, calls))
-
-    async def commit_end(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        return _ended(run_id, await self._commit(EndRun.of(run_id, status, outputs, error)))
-
-    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        write = PutCache.of(key, model, response)
-        if self.writer is None:
-            self._write(write)
-        else:
-            self.writer.post(write)
+        return ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction() as conn:
@@ -344,22 +313,19 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = self._rows("SELECT * FROM runs WHERE run_id = %s", (run_id,))
-        return _from_row(RunRecord, rows[0]) if rows else None
+        return from_row(RunRecord, rows[0]) if rows else None
 
     def flow_text(self, run_id: str) -> str | None:
         rows = self._rows("SELECT flow_text FROM runs WHERE run_id = %s", (run_id,))
         return rows[0]["flow_text"] if rows else None
 
-    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
-        return self.query_runs(RunFilter(flow=flow, status=status), limit=limit)
-
     def steps(self, run_id: str) -> list[StepRecord]:
         rows = self._rows("SELECT * FROM steps WHERE run_id = %s ORDER BY id", (run_id,))
-        return [_from_row(StepRecord, row) for row in rows]
+        return [from_row(StepRecord, row) for row in rows]
 
     def calls(self, run_id: str) -> list[CallRecord]:
         rows = self._rows("SELECT * FROM llm_calls WHERE run_id = %s ORDER BY id", (run_id,))
-        return [_from_row(CallRecord, row) for row in rows]
+        return [from_row(CallRecord, row) for row in rows]
 
     def import_run(
         self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
@@ -401,7 +367,7 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
 
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         sql = "SELECT * FROM runs WHERE experiment_id = %s ORDER BY started_at, seq"
-        return [_from_row(RunRecord, row) for row in self._rows(sql, (experiment_id,))]
+        return [from_row(RunRecord, row) for row in self._rows(sql, (experiment_id,))]
 
     def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
         table, column = ("runs", "run_id") if kind == "run" else ("experiments", "experiment_id")
@@ -412,9 +378,9 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         clause, params = _where(where)
         sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, seq DESC"
         if where is not None and where.status in LIVE:  # few rows: told apart once read
-            runs = [_from_row(RunRecord, row) for row in self._rows(sql, params)]
+            runs = [from_row(RunRecord, row) for row in self._rows(sql, params)]
             return [run for run in runs if run.status == where.status][offset : offset + limit]
-        return [_from_row(RunRecord, row) for row in self._rows(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])]
+        return [from_row(RunRecord, row) for row in self._rows(f"{sql} LIMIT %s OFFSET %s", [*params, limit, offset])]
 
     def count_runs(self, where: RunFilter | None = None) -> int:
         if where is not None and where.status in LIVE:
@@ -429,8 +395,3 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         if self.writer is not None:
             self.writer.close()
         self.pool.close()
-
-
-def _ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
-    assert row is not None, f"no run {run_id}"
-    return _from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))

@@ -21,10 +21,10 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
 from studio import secrets
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, now
+from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, as_read, now
 
 JSON_COLUMNS = frozenset({"inputs", "outputs", "request", "options"})
 """Columns kept as JSON text."""
@@ -36,6 +36,8 @@ MAX_ROWS = 64
 """Most rows in one multi-row statement (bounds the distinct statements the writer compiles and caches)."""
 CACHED_STATEMENTS = 512
 """The writer connection's statement cache: every multi-row shape of every table stays compiled."""
+
+Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
 _CONVERT = {
     cls: tuple((i, name in JSON_COLUMNS) for i, name in enumerate(names) if name in JSON_COLUMNS | BOOL_COLUMNS)
@@ -67,6 +69,28 @@ def values(record: RunRecord | StepRecord | CallRecord) -> list[Any]:
         else:
             row[index] = int(value)
     return row
+
+
+def from_row(cls: type[Record], row: dict[str, Any]) -> Record:
+    """The record a row holds (by column name; other columns are left out), JSON decoded, as read."""
+    names = {f.name for f in fields(cls)}
+    found = {k: v for k, v in row.items() if k in names}
+    for key in JSON_COLUMNS & found.keys():
+        found[key] = json.loads(found[key]) if found[key] is not None else None
+    for key in BOOL_COLUMNS & found.keys():
+        found[key] = bool(found[key])
+    if cls is RunRecord and found.get("options") is None:
+        found["options"] = {}
+    record = cls(**found)
+    if isinstance(record, RunRecord):
+        as_read(record)
+    return record
+
+
+def ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
+    """The run an `EndRun` made final, from the row it read back."""
+    assert row is not None, f"no run {run_id}"
+    return from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
 
 
 @dataclass(frozen=True, slots=True)

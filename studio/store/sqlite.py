@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlite_utils
 
@@ -24,22 +23,21 @@ from studio.store.base import (
     RunRecord,
     RunStatus,
     StepRecord,
-    as_read,
     this_host,
 )
 from studio.store.feedback import SQLiteFeedback
 from studio.store.feedback import migrate as _migrate_v6
 from studio.store.group import GroupWriter, Write
 from studio.store.rows import (
-    BOOL_COLUMNS,
     CACHED_STATEMENTS,
     COLUMNS,
-    JSON_COLUMNS,
     EndRun,
     InsertRun,
     InsertStep,
     PutCache,
     apply_rows,
+    ended,
+    from_row,
 )
 from studio.store.rows import values as row_values
 from studio.store.versions import SQLiteVersions
@@ -51,7 +49,6 @@ SCHEMA_VERSION = 6
 LIVE = ("running", "interrupted")
 """Statuses told apart only when read: the process of a `running` row may be gone."""
 BUSY_TIMEOUT_MS = 30_000
-Record = TypeVar("Record", RunRecord, StepRecord, CallRecord)
 
 
 def _migrate_v1(db: sqlite_utils.Database) -> None:
@@ -149,21 +146,6 @@ def _to_row(record: RunRecord | StepRecord | CallRecord) -> dict[str, Any]:
     return dict(zip(COLUMNS[type(record)], row_values(record), strict=True))
 
 
-def _from_row(cls: type[Record], row: dict[str, Any]) -> Record:
-    names = {f.name for f in fields(cls)}
-    values = {k: v for k, v in row.items() if k in names}
-    for key in JSON_COLUMNS & values.keys():
-        values[key] = json.loads(values[key]) if values[key] is not None else None
-    for key in BOOL_COLUMNS & values.keys():
-        values[key] = bool(values[key])
-    if cls is RunRecord and values.get("options") is None:
-        values["options"] = {}
-    record = cls(**values)
-    if isinstance(record, RunRecord):
-        as_read(record)
-    return record
-
-
 def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
     columns = ", ".join(row)
     marks = ", ".join("?" for _ in row)
@@ -174,9 +156,9 @@ def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> int:
 class SQLiteStore(SQLiteVersions, SQLiteFeedback):
     """The default store: one file, many processes, crash-safe.
 
-    The engine writes through the `commit_*` methods, which go through one group-commit writer
-    per store (see `studio.store.group`): concurrent runs share its transactions.
-    `group_commit=False` makes them plain synchronous writes, one transaction each.
+    Each write below is one transaction. The engine's writes (`studio.store.recorder`) go
+    through one group-commit writer per store instead (see `studio.store.group`), so concurrent
+    runs share its transactions; with `group_commit=False` they are these writes too.
     """
 
     def __init__(self, path: str | Path, *, group_commit: bool = True) -> None:
@@ -210,11 +192,6 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         with self.transaction() as conn:
             return write(conn)
 
-    async def _commit(self, write: Write) -> Any:
-        if self.writer is None:
-            return self._write(write)
-        return await self.writer.write(write)
-
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
         self._write(InsertRun.of(run, flow_text))
 
@@ -224,31 +201,7 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
     def finish_run(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        return _ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
-
-    async def commit_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        try:
-            await self._commit(InsertRun.of(run, flow_text))
-        except asyncio.CancelledError:
-            # the writer may still insert the run: end it as cancelled right after, in the same queue
-            if self.writer is not None:
-                self.writer.post(EndRun.of(run.run_id, "cancelled", None, "cancelled"))
-            raise
-
-    async def commit_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        await self._commit(InsertStep.of(run_id, step, calls))
-
-    async def commit_end(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        return _ended(run_id, await self._commit(EndRun.of(run_id, status, outputs, error)))
-
-    def post_cache_put(self, key: str, model: str, response: dict[str, Any]) -> None:
-        write = PutCache.of(key, model, response)
-        if self.writer is None:
-            self._write(write)
-        else:
-            self.writer.post(write)
+        return ended(run_id, self._write(EndRun.of(run_id, status, outputs, error)))
 
     def set_status(self, run_id: str, status: RunStatus) -> None:
         with self.transaction():
@@ -266,22 +219,19 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
 
     def get_run(self, run_id: str) -> RunRecord | None:
         rows = list(self.db.query("SELECT * FROM runs WHERE run_id = ?", [run_id]))
-        return _from_row(RunRecord, rows[0]) if rows else None
+        return from_row(RunRecord, rows[0]) if rows else None
 
     def flow_text(self, run_id: str) -> str | None:
         rows = list(self.db.query("SELECT flow_text FROM runs WHERE run_id = ?", [run_id]))
         return rows[0]["flow_text"] if rows else None
 
-    def list_runs(self, *, limit: int = 50, flow: str | None = None, status: str | None = None) -> list[RunRecord]:
-        return self.query_runs(RunFilter(flow=flow, status=status), limit=limit)
-
     def steps(self, run_id: str) -> list[StepRecord]:
         rows = self.db.query("SELECT * FROM steps WHERE run_id = ? ORDER BY id", [run_id])
-        return [_from_row(StepRecord, row) for row in rows]
+        return [from_row(StepRecord, row) for row in rows]
 
     def calls(self, run_id: str) -> list[CallRecord]:
         rows = self.db.query("SELECT * FROM llm_calls WHERE run_id = ? ORDER BY id", [run_id])
-        return [_from_row(CallRecord, row) for row in rows]
+        return [from_row(CallRecord, row) for row in rows]
 
     def import_run(
         self, run: RunRecord, flow_text: str | None, steps: list[tuple[StepRecord, list[CallRecord]]]
@@ -321,7 +271,7 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
 
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         sql = "SELECT * FROM runs WHERE experiment_id = ? ORDER BY started_at, rowid"
-        return [_from_row(RunRecord, row) for row in self.db.query(sql, [experiment_id])]
+        return [from_row(RunRecord, row) for row in self.db.query(sql, [experiment_id])]
 
     def ids_with_prefix(self, kind: IdKind, prefix: str, limit: int = 3) -> list[str]:
         table, column = ("runs", "run_id") if kind == "run" else ("experiments", "experiment_id")
@@ -332,9 +282,9 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         clause, params = _where(where)
         sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, rowid DESC"
         if where is not None and where.status in LIVE:  # few rows: told apart once read
-            runs = [_from_row(RunRecord, row) for row in self.db.query(sql, params)]
+            runs = [from_row(RunRecord, row) for row in self.db.query(sql, params)]
             return [run for run in runs if run.status == where.status][offset : offset + limit]
-        return [_from_row(RunRecord, row) for row in self.db.query(f"{sql} LIMIT ? OFFSET ?", [*params, limit, offset])]
+        return [from_row(RunRecord, row) for row in self.db.query(f"{sql} LIMIT ? OFFSET ?", [*params, limit, offset])]
 
     def count_runs(self, where: RunFilter | None = None) -> int:
         if where is not None and where.status in LIVE:
@@ -349,12 +299,6 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         if self.writer is not None:
             self.writer.close()
         self.conn.close()
-
-
-def _ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
-    """The record of a run `_end` made final, from the row it read back."""
-    assert row is not None, f"no run {run_id}"
-    return _from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
 
 
 def _experiment(row: dict[str, Any]) -> ExperimentRecord:

@@ -107,7 +107,7 @@ async def test_structured_on_the_embedded_model_over_both_protocols(
         assert result.outputs is not None and set(result.outputs["data"]) == {"topic", "urgent"}
     store = SQLiteStore(db)
     try:
-        requests = [call.request for run in store.list_runs() for call in store.calls(run.run_id)]
+        requests = [call.request for run in store.query_runs() for call in store.calls(run.run_id)]
     finally:
         store.close()
     if protocol == "anthropic":  # the completion form as a chat whose assistant turn begins the object

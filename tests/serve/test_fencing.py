@@ -17,6 +17,7 @@ import pytest
 from studio.serve.ledger import LEASE_ENV, LeaseLost, PostgresLedger
 from studio.store.base import RunRecord, StepRecord
 from studio.store.postgres import PostgresStore
+from studio.store.recorder import Recorder
 from tests.conftest import FLOWSTUDIO
 from tests.serve.conftest import Server
 
@@ -36,12 +37,12 @@ def test_a_replica_whose_run_was_claimed_cannot_write_its_steps_end_or_events(po
     try:
         first.create_run(run)
         old.mark_background("r1")
-        asyncio.run(first.commit_step("r1", StepRecord("a", "succeeded"), []))
+        asyncio.run(Recorder(first).finish_step("r1", StepRecord("a", "succeeded"), []))
         assert new.orphans() == []  # the lease still holds
         time.sleep(0.5)
         assert new.orphans() == ["r1"]  # the old owner was paused past its lease; the other claims it
         with pytest.raises(LeaseLost):  # the old owner wakes: its step is refused, group commit or not
-            asyncio.run(first.commit_step("r1", StepRecord("b", "succeeded"), []))
+            asyncio.run(Recorder(first).finish_step("r1", StepRecord("b", "succeeded"), []))
         with pytest.raises(LeaseLost):
             first.finish_step("r1", StepRecord("b", "succeeded"), [])
         with pytest.raises(LeaseLost):  # nor may it record the cancellation it would write as it stops
@@ -51,8 +52,8 @@ def test_a_replica_whose_run_was_claimed_cannot_write_its_steps_end_or_events(po
         old.record(("r1", 9, 0, "step_started", "{}"))
         asyncio.run(old.flush())
         assert lost and set(lost) == {"r1"}
-        asyncio.run(second.commit_step("r1", StepRecord("b", "succeeded"), []))  # the new owner writes
-        asyncio.run(second.commit_end("r1", status="succeeded", outputs={}, error=None))
+        asyncio.run(Recorder(second).finish_step("r1", StepRecord("b", "succeeded"), []))  # the new owner writes
+        asyncio.run(Recorder(second).finish_run("r1", status="succeeded", outputs={}, error=None))
         assert old.renew(["r1"]) == ["r1"]
         assert new.announced("r1") == []  # the refused event id was not kept
     finally:

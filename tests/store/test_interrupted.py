@@ -24,7 +24,7 @@ def test_a_run_whose_process_is_gone_reads_interrupted_and_filters_by_it(tmp_pat
     gone = store.get_run("gone")
     assert gone is not None and gone.status == "interrupted"
     assert [r.run_id for r in store.query_runs(RunFilter(status="interrupted"))] == ["gone"]
-    assert {r.run_id for r in store.list_runs(status="running")} == {"alive", "elsewhere", "old"}
+    assert {r.run_id for r in store.query_runs(RunFilter(status="running"))} == {"alive", "elsewhere", "old"}
     assert store.count_runs(RunFilter(status="interrupted")) == 1
     assert store.count_runs(RunFilter(status="running")) == 3
     store.set_status("gone", "running")  # what a resume does: this process runs it now

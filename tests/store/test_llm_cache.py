@@ -29,4 +29,4 @@ def test_a_later_put_replaces_and_records_are_copies(store: Store) -> None:
 def test_the_cache_is_apart_from_runs(store: Store) -> None:
     runs: RunStore = store
     store.cache_put("k", "scripted", {"text": "one"})
-    assert runs.list_runs() == [] and runs.count_runs() == 0
+    assert runs.query_runs() == [] and runs.count_runs() == 0

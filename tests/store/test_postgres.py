@@ -9,6 +9,7 @@ import psycopg
 
 from studio.store.base import RunRecord, StepRecord
 from studio.store.postgres import SCHEMA_VERSION, PostgresStore
+from studio.store.recorder import Recorder
 
 
 def _run(run_id: str) -> RunRecord:
@@ -31,13 +32,13 @@ def test_a_committed_step_is_seen_by_another_connection_and_concurrent_steps_sha
     seen: list[int] = []
 
     async def one(run_id: str) -> None:
-        await store.commit_run(_run(run_id))
+        await Recorder(store).create_run(_run(run_id))
         for node in ("a", "b", "c"):
-            await store.commit_step(run_id, StepRecord(node=node, status="succeeded", tokens=1), [])
+            await Recorder(store).finish_step(run_id, StepRecord(node=node, status="succeeded", tokens=1), [])
             with psycopg.connect(postgres_url) as conn:  # durable before the next step starts
                 row = conn.execute("SELECT count(*) FROM steps WHERE run_id = %s AND node = %s", (run_id, node))
                 seen.append(row.fetchone()[0])  # type: ignore[index]
-        await store.commit_end(run_id, status="succeeded", outputs={}, error=None)
+        await Recorder(store).finish_run(run_id, status="succeeded", outputs={}, error=None)
 
     async def many() -> None:
         await asyncio.gather(*(one(f"r{n}") for n in range(20)))
@@ -46,8 +47,8 @@ def test_a_committed_step_is_seen_by_another_connection_and_concurrent_steps_sha
     assert seen == [1] * 60
     assert store.writer is not None and store.writer.writes == 20 * 5
     assert store.writer.transactions < store.writer.writes  # group commit: writes shared transactions
-    assert {r.status for r in store.list_runs(limit=100)} == {"succeeded"}
-    assert all(r.steps == 3 and r.tokens == 3 for r in store.list_runs(limit=100))
+    assert {r.status for r in store.query_runs(limit=100)} == {"succeeded"}
+    assert all(r.steps == 3 and r.tokens == 3 for r in store.query_runs(limit=100))
     store.close()
 
 
@@ -56,7 +57,7 @@ def test_a_bad_write_fails_alone(postgres_url: str) -> None:
 
     async def both() -> tuple[BaseException | None, BaseException | None]:
         return await asyncio.gather(
-            store.commit_run(_run("ok")), store.commit_step("missing", StepRecord("a", "succeeded"), []),
+            Recorder(store).create_run(_run("ok")), Recorder(store).finish_step("missing", StepRecord("a", "succeeded"), []),
             return_exceptions=True,
         )  # fmt: skip
 

@@ -11,6 +11,7 @@ from typing import Any
 from studio.store import SQLiteStore
 from studio.store.base import CallRecord, RunRecord, StepRecord
 from studio.store.group import Write
+from studio.store.recorder import Recorder
 from studio.store.rows import COLUMNS, MAX_ROWS, EndRun, InsertRun, InsertStep, PutCache, apply_rows, values
 
 TABLES = ("runs", "steps", "llm_calls", "cache")
@@ -106,10 +107,10 @@ def test_rows_are_a_snapshot_taken_when_the_write_is_asked_for() -> None:
 
 async def test_the_writer_links_each_call_to_its_step(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
-    await asyncio.gather(*(store.commit_run(_run(f"r{number}")) for number in range(8)))
+    await asyncio.gather(*(Recorder(store).create_run(_run(f"r{number}")) for number in range(8)))
     await asyncio.gather(
         *(
-            store.commit_step(f"r{i % 8}", StepRecord(node=f"n{i}", status="succeeded"), [_call(f"n{i}", i)])
+            Recorder(store).finish_step(f"r{i % 8}", StepRecord(node=f"n{i}", status="succeeded"), [_call(f"n{i}", i)])
             for i in range(200)
         )
     )

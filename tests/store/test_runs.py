@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from studio.store import MemoryStore, SQLiteStore
-from studio.store.base import CallRecord, ExperimentRecord, RunRecord, StepRecord
+from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, StepRecord
+from studio.store.recorder import Recorder
 
 Store = MemoryStore | SQLiteStore
 
@@ -41,10 +42,10 @@ def test_list_runs_newest_first_with_filters(store: Store) -> None:
     store.create_run(_run("old", flow="a", started_at="2026-01-01T00:00:00"))
     store.create_run(_run("new", flow="b", started_at="2026-01-02T00:00:00"))
     store.finish_run("old", status="failed", outputs=None, error="boom")
-    assert [r.run_id for r in store.list_runs()] == ["new", "old"]
-    assert [r.run_id for r in store.list_runs(flow="a")] == ["old"]
-    assert [r.run_id for r in store.list_runs(status="failed")] == ["old"]
-    assert [r.run_id for r in store.list_runs(limit=1)] == ["new"]
+    assert [r.run_id for r in store.query_runs()] == ["new", "old"]
+    assert [r.run_id for r in store.query_runs(RunFilter(flow="a"))] == ["old"]
+    assert [r.run_id for r in store.query_runs(RunFilter(status="failed"))] == ["old"]
+    assert [r.run_id for r in store.query_runs(limit=1)] == ["new"]
 
 
 def test_records_are_copies(store: Store) -> None:
@@ -120,10 +121,11 @@ def test_flow_names_are_distinct_and_sorted(store: Store) -> None:
 
 
 async def test_the_engines_writes_equal_the_plain_ones(store: Store) -> None:
-    await store.commit_run(_run("r1"), "flowstudio: 1\n")
-    await store.commit_step("r1", StepRecord(node="a", status="succeeded", tokens=3, cost_usd=0.5), [])
-    store.post_cache_put("k", "scripted", {"text": "yo"})
-    done = await store.commit_end("r1", status="succeeded", outputs={"x": 1}, error=None)
+    recorder = Recorder(store)
+    await recorder.create_run(_run("r1"), "flowstudio: 1\n")
+    await recorder.finish_step("r1", StepRecord(node="a", status="succeeded", tokens=3, cost_usd=0.5), [])
+    recorder.cache_put("k", "scripted", {"text": "yo"})
+    done = await recorder.finish_run("r1", status="succeeded", outputs={"x": 1}, error=None)
     assert (done.steps, done.tokens, done.cost_usd, done.outputs, done.status) == (1, 3, 0.5, {"x": 1}, "succeeded")
     assert store.flow_text("r1") == "flowstudio: 1\n"
     assert [s.node for s in store.steps("r1")] == ["a"]
