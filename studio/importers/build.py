@@ -56,6 +56,8 @@ class Imported:
     """Sub-flows by file name, written beside the flow (`control.map` bodies)."""
     header: str = ""
     """Comment lines put at the top of the flow file."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Other files written beside the flow, by name (Python tool modules the flow's `tools:` names)."""
 
 
 class FlowBuilder:
@@ -70,6 +72,8 @@ class FlowBuilder:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.layout: dict[str, tuple[float, float]] = {}
         self.sub_flows: dict[str, Imported] = {}
+        self.tools: dict[str, str] = {}
+        self.files: dict[str, str] = {}
         self._taken: set[str] = {"inputs"}
         self._aliases: dict[tuple[str, float | None], str] = {}
         self.origins: list[str] = []
@@ -148,7 +152,12 @@ class FlowBuilder:
         flow: dict[str, Any] = {"flowstudio": 1, "name": self.name}
         if self.description:
             flow["description"] = self.description
-        for key, value in (("inputs", self.inputs), ("outputs", self.outputs), ("models", self.models)):
+        for key, value in (
+            ("inputs", self.inputs),
+            ("outputs", self.outputs),
+            ("models", self.models),
+            ("tools", self.tools),
+        ):
             if value:
                 flow[key] = value
         flow["nodes"] = self.nodes
@@ -157,7 +166,7 @@ class FlowBuilder:
     def build(self, report: ImportReport, header: str) -> Imported:
         """The finished import."""
         report.notes[:0] = self.origins
-        return Imported(self.flow(), report, dict(self.layout), dict(self.sub_flows), header)
+        return Imported(self.flow(), report, dict(self.layout), dict(self.sub_flows), header, dict(self.files))
 
 
 def flow_text(imported: Imported) -> str:
@@ -172,7 +181,8 @@ def flow_text(imported: Imported) -> str:
 def targets(imported: Imported, out: Path) -> list[Path]:
     """Every file `write_import` would write: the flow, its sub-flows, and their sidecars."""
     flows = [(imported, out), *((sub, out.parent / name) for name, sub in imported.sub_flows.items())]
-    return [p for flow, path in flows for p in (path, sidecar(path)) if p == path or flow.layout]
+    files = [out.parent / name for name in imported.files]
+    return [*files, *(p for flow, path in flows for p in (path, sidecar(path)) if p == path or flow.layout)]
 
 
 def sidecar(flow: Path) -> Path:
@@ -192,6 +202,10 @@ def write_import(imported: Imported, out: Path, *, overwrite: bool = False) -> l
         raise FlowError("already exists; choose another --out or pass --force to replace it", file=str(taken[0]))
     written: list[Path] = []
     try:
+        for name, text in imported.files.items():
+            (out.parent / name).parent.mkdir(parents=True, exist_ok=True)
+            (out.parent / name).write_text(text, encoding="utf-8")
+            written.append(out.parent / name)
         for name, sub in imported.sub_flows.items():
             written += write_files(sub, out.parent / name)
         written += write_files(imported, out)

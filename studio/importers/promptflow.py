@@ -11,6 +11,7 @@ from studio.flow.loader import Document
 from studio.importers.build import FlowBuilder, Imported, jmes, literal
 from studio.importers.promptflow_aggregate import convert_aggregation
 from studio.importers.promptflow_checks import check_graph, check_shape, deps, parse_ref, refs
+from studio.importers.promptflow_connections import connection_tool
 from studio.importers.promptflow_tools import convert_package, package_kind
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, load_yaml, read_text, sandbox_notes, tool_function
@@ -320,9 +321,9 @@ def _python(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dic
         entry.refuse(str(err))
         return None
     connections = [p for p, a in func.annotations.items() if a.endswith("Connection")]
-    if connections:
-        entry.refuse(f"parameter {connections[0]!r} is a Prompt flow connection ({func.annotations[connections[0]]})")
-        return None
+    missing = [p for p, d in func.params.items() if d is REQUIRED and p not in (node.get("inputs") or {})]
+    if connections and not [p for p in missing if p not in connections]:
+        return connection_tool(ctx, node, func, str(node["source"].get("path")), entry)
     given = node.get("inputs") or {}
     deps = {d for v in given.values() for d in refs(v)}
     inputs: dict[str, Any] = {}

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import sqlite_utils
 
 from nodes.retrieve_fts import index_directory
 from studio.importers import import_dify, import_promptflow, write_import
 from studio.runtime.runner import run_flow
+from studio.secrets import mask
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -77,3 +79,20 @@ def test_a_dify_agent_becomes_llm_agent_with_the_tools_that_exist_else_llm_gener
     )
     assert result.status == "succeeded", result.error
     assert result.outputs == {"answer": "Where to?"}
+
+
+def test_a_connection_parameter_is_read_from_the_environment_by_a_tool_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    imported = import_promptflow(FIXTURES / "promptflow" / "connection-tool")
+    entry = imported.report.nodes[0]
+    assert entry.status == "approximated" and imported.flow["nodes"]["call_api"]["type"] == "tool.python"
+    assert "set MY_CUSTOM_CONNECTION_API_KEY, MY_CUSTOM_CONNECTION_ENDPOINT" in entry.notes[0]
+    written = write_import(imported, tmp_path / "flow.yaml")
+    assert tmp_path / "connection_tool_call_api.py" in written
+    monkeypatch.setenv("MY_CUSTOM_CONNECTION_ENDPOINT", "https://api.example.com")
+    monkeypatch.setenv("MY_CUSTOM_CONNECTION_API_KEY", "key-0123456789")
+    result = run_flow(tmp_path / "flow.yaml", {"text": "hello"}, db=tmp_path / "db.sqlite")
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"result": "hello via https://api.example.com with key-0123456789"}
+    assert mask(result.outputs) == {"result": "hello via *** with ***"}  # read through secrets.reveal: masked when kept

@@ -16,7 +16,7 @@ from studio.runtime.runner import run_flow
 FIXTURES = Path(__file__).parent / "fixtures"
 PROMPTFLOW = sorted(p for p in (FIXTURES / "promptflow").iterdir() if p.is_dir())
 DIFY = sorted((FIXTURES / "dify").glob("*.yml"))
-NOT_CONVERTIBLE = {"custom-tool", "connection-tool", "unsupported-tool"}
+NOT_CONVERTIBLE = {"custom-tool", "unsupported-tool"}
 
 
 def _script(folder: Path, reply: str) -> str:
