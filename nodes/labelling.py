@@ -192,6 +192,20 @@ class Labeller:
         prior = await self.prior(ctx, variant) if self.config.calibrate else None
         return calibrate(scores, prior) if prior is not None else scores
 
+    async def choose(self, prompt: Prompt, ctx: NodeContext, **options: Any) -> Choice:
+        """The label for `prompt`: constrained where the provider constrains answers, else scored by
+        logprobs where the model gives them, else the reply's nearest label."""
+        if method(ctx) == "constrained":
+            return Choice(
+                self.read_label(await self.complete_constrained(prompt, ctx, **options)), method="constrained"
+            )
+        reply = await self.complete(prompt, ctx, **scoring(ctx), **options)
+        scores = await self.scores(reply, ctx)
+        if scores is None:
+            return Choice(nearest_label(reply.text, self.config.labels))
+        label = max(self.config.labels, key=lambda name: scores[name])
+        return Choice(label, round(scores[label], 4), "logprobs")
+
     async def vote(self, text: str, ctx: NodeContext) -> Choice:
         """An ensemble: label shares summed over the votes, or the majority label without logprobs."""
         n = self.config.samples

@@ -1,33 +1,26 @@
 """`llm.classify`: pick one label from a fixed set, reliably even on a tiny model.
 
-Where the model gives log-probabilities (the embedded `local/smollm2` does), the label is
-not read from generated text: the node asks for the most likely first tokens of the
-answer, adds up the probability of the tokens that begin each label, divides by the same
-prompt's probabilities for content-free texts (contextual calibration, which removes a
-small model's bias toward one label) and picks the label with the largest share; that
-share is the `confidence`. Elsewhere (the scripted model, providers without logprobs) the
-reply text is mapped to the nearest label and `confidence` is None.
-
-Calls whose reply is only measured (the content-free priors, an ensemble's votes, a reply scored
-by its logprobs) are made as probes (`purpose="probe"`): never streamed as if they were the
-answer, and marked in the trace. Calibration is `nodes.calibration`'s; the prompt, the calls and
-the votes are `nodes.labelling`'s.
+Where the model gives log-probabilities (the embedded `local/smollm2` does), the label is not
+read from generated text: each label's share of the first answer token's probability, divided
+by the same prompt's for content-free texts (calibration, `nodes.calibration`), picks the label
+and is its `confidence`. Elsewhere the reply's nearest label is taken and `confidence` is None.
+Calls whose reply is only measured (priors, an ensemble's votes, a scored reply) are probes
+(`purpose="probe"`): never streamed as the answer. The prompt, calls and votes are
+`nodes.labelling`'s; the cascade is `nodes.classify_cascade`'s.
 """
 
 from __future__ import annotations
 
-import asyncio
-from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from nodes import strategies
+from nodes import classify_cascade, strategies
 from nodes.calibration import CONTENT_FREE, PRIORS, label_mass, labels_begun_by
-from nodes.labelling import Choice, Labeller, method, nearest_label, scoring
+from nodes.labelling import Choice, Labeller, nearest_label
 from nodes.prompting import Form
 from nodes.strategies import Prompt, Strategy
-from studio.node import LLM, Node, NodeContext, Tunable
+from studio.node import Node, NodeContext, Tunable
 
 __all__ = ["CONTENT_FREE", "PRIORS", "Classify", "label_mass", "labels_begun_by", "nearest_label"]
 FINAL_REQUEST = "Now answer with the label only."
@@ -138,7 +131,7 @@ class Classify(Node):
         if self.config.strategy == "ensemble":
             return self._outputs(await labeller.vote(inputs.text, ctx))
         if self.config.strategy == "cascade":
-            return await self._cascade(inputs.text, ctx)
+            return self._outputs(await classify_cascade.cascade(self.config, inputs.text, ctx))
 
         async def ask(prompt: Prompt, **options: Any) -> str:
             return (await labeller.complete(prompt, ctx, **options)).text
@@ -146,60 +139,11 @@ class Classify(Node):
         prompt = await strategies.deliberate(
             self.config.strategy, labeller.prompt(inputs.text), ask, FINAL_REQUEST, FINAL_CUE
         )
-        if method(ctx) == "constrained":
-            reply = await labeller.complete_constrained(prompt, ctx)
-            return self.Outputs(label=labeller.read_label(reply), method="constrained")
-        reply = await labeller.complete(prompt, ctx, **scoring(ctx))
-        scores = await labeller.scores(reply, ctx)
-        if scores is None:
-            return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")
-        label = max(self.config.labels, key=lambda name: scores[name])
-        return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")
+        return self._outputs(await labeller.choose(prompt, ctx))
 
     def cascade_query(self, values: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """What a cascade's memory keeps a label under: the text, and the `text` input."""
-        text = str(values.get("text", ""))
-        return text, {"text": text}
-
-    async def _single(self, labeller: Labeller, text: str, ctx: NodeContext, **options: Any) -> Outputs:
-        """One label for `text` (a cascade's student sample or teacher answer)."""
-        prompt = labeller.prompt(text)
-        if method(ctx) == "constrained":
-            reply = await labeller.complete_constrained(prompt, ctx, **options)
-            return self.Outputs(label=labeller.read_label(reply), method="constrained")
-        reply = await labeller.complete(prompt, ctx, **scoring(ctx), **options)
-        scores = await labeller.scores(reply, ctx)
-        if scores is None:
-            return self.Outputs(label=nearest_label(reply.text, self.config.labels), method="text")
-        label = max(self.config.labels, key=lambda name: scores[name])
-        return self.Outputs(label=label, confidence=round(scores[label], 4), method="logprobs")
-
-    async def _cascade(self, text: str, ctx: NodeContext) -> Outputs:
-        c = self.config
-        plan = strategies.Cascade(c.teacher, c.samples, c.agree, c.recall, "label", c.threshold)
-        how: dict[str, str] = {}
-
-        async def student(recalled: list[dict[str, Any]], llm: LLM) -> list[strategies.Vote]:
-            demos = [*c.demos, *({"text": str(d.get("text", "")), "label": str(d["label"])} for d in recalled)]
-            labeller = Labeller(c.model_copy(update={"demos": demos}))
-            mine = replace(ctx, llm=llm)
-            sampling = [
-                {"temperature": strategies.SAMPLE_TEMPERATURE, "extra": {"seed": i}} if c.samples > 1 else {}
-                for i in range(c.samples)
-            ]
-            outs = await asyncio.gather(*(self._single(labeller, text, mine, **o) for o in sampling))
-            how["method"] = outs[0].method
-            return [strategies.Vote(o.label, o.confidence) for o in outs]
-
-        async def teacher(llm: LLM) -> str:
-            out = await self._single(self.labeller, text, replace(ctx, llm=llm))
-            how["method"] = out.method
-            return out.label
-
-        done = await strategies.decide(plan, ctx, text, {"text": text}, student, teacher)
-        label = nearest_label(done.answer, c.labels)
-        sure = done.confidence if done.by == "student" else None
-        return self.Outputs(label=label, confidence=sure, method=how.get("method", "text"))
+        return classify_cascade.question(values)
 
     def _outputs(self, choice: Choice) -> Outputs:
         return self.Outputs(label=choice.label, confidence=choice.confidence, method=choice.method)
