@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from studio.app.nav import trace_link
+from studio.app.links import trace_link
 from studio.app.settings import open_store
 from studio.app.widgets import ident
 from studio.store.base import ExperimentRecord

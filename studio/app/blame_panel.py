@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from studio.app import launches
-from studio.app.nav import trace_link
+from studio.app.links import trace_link
 from studio.app.settings import settings
 from studio.app.widgets import RUN_IN_LINK, ident
 from studio.evaluate.blame import calls_needed, culprit_rows

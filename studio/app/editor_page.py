@@ -10,19 +10,16 @@ import streamlit as st
 from studio.app.canvas import flow_canvas
 from studio.app.editor_run import EditorRun
 from studio.app.inspector import render_flow_settings, render_inspector
-from studio.app.nav import history_page
+from studio.app.links import history_page
+from studio.app.new_flow import ICON, LABEL, new_flow_form
+from studio.app.open_editors import open_editors
 from studio.app.playground import notes, render_playground, run_from_toolbar, run_key
-from studio.app.run_page import flow_files
 from studio.app.settings import settings
-from studio.editor.document import new_flow_text
 from studio.editor.drafts import keep_draft, read_draft
 from studio.editor.editor import Editor
-from studio.editor.layout import sidecar_path
+from studio.editor.files import flow_files
 from studio.errors import FlowError
-from studio.flow.fmt import dump, round_trip_yaml
-from studio.flow.spec import FLOW_NAME
 
-EMPTY = "(empty flow)"
 POLL_S = 0.4
 """While a run goes on, the page redraws at least this often..."""
 REDRAW_LEAST_S = 0.1
@@ -34,57 +31,11 @@ CANVAS_LEAST_PX = 480
 """The canvas is as tall as the window allows below the toolbar, and never shorter than this."""
 
 
-def _editors() -> dict[str, Editor]:
-    """Open editors by file, so switching flows keeps unsaved work."""
-    editors: dict[str, Editor] = st.session_state.setdefault("editors", {})
-    return editors
-
-
-def _free_name(folder: Path) -> str:
-    number, name = 1, "new-flow"
-    while (folder / f"{name}.yaml").exists():
-        number += 1
-        name = f"new-flow-{number}"
-    return name
-
-
-def _create(folder: Path, name: str, start: Path | None) -> Path:
-    """Write a new flow file: empty, or a copy of `start` under the new name (with its layout)."""
-    if not re.fullmatch(FLOW_NAME, name):
-        raise FlowError("a flow name is lowercase letters, digits and dashes", field="name")
-    path = folder / f"{name}.yaml"
-    if path.exists():
-        raise FlowError(f"{path.name} exists already", field="name")
-    if start is None:
-        path.write_text(new_flow_text(name), encoding="utf-8")
-        return path
-    document = round_trip_yaml().load(start.read_text(encoding="utf-8"))
-    document["name"] = name
-    path.write_text(dump(document), encoding="utf-8")
-    if sidecar_path(start).exists():
-        sidecar_path(path).write_text(sidecar_path(start).read_text(encoding="utf-8"), encoding="utf-8")
-    return path
-
-
 def _new_flow_form(folder: Path, files: list[Path]) -> None:
-    with st.popover("New flow", icon=":material/add:"):
-        created = st.session_state.get("flows_created", 0)
-        name = st.text_input("Name", value=_free_name(folder), key=f"new_flow_name_{created}")
-        choices: list[Path | None] = [None, *files]
-        start = st.selectbox(
-            "Start from",
-            choices,
-            format_func=lambda p: EMPTY if p is None else str(p.relative_to(folder)),
-            key="new_flow_start",
-        )
-        if st.button("Create", type="primary", key="new_flow_create"):
-            try:
-                path = _create(folder, name.strip(), start)
-            except FlowError as err:
-                st.error(f"{err.field}: {err.message}")
-                return
+    with st.popover(LABEL, icon=ICON):
+        path = new_flow_form(folder, files, key="new_flow")
+        if path is not None:
             st.session_state["editor_flow_next"] = path
-            st.session_state["flows_created"] = created + 1
             st.rerun()
 
 
@@ -122,7 +73,7 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
         width=PICKER_PX,
     )
     st.session_state[LINKED] = st.query_params["flow"] = str(path.relative_to(folder))
-    editors = _editors()
+    editors = open_editors()
     editor = editors.get(str(path))
     if editor is not None and editor.changed_on_disk() and not _keep_or_reload(editor):
         editor = None

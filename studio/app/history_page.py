@@ -14,11 +14,11 @@ import streamlit as st
 
 from studio.app import promote_panel
 from studio.app.diff_view import render_diff
-from studio.app.editor_page import _editors
+from studio.app.open_editors import open_editors
 from studio.app.restore_version import restore_into_editor
-from studio.app.run_page import flow_files
 from studio.app.settings import open_store as open_app_store
 from studio.app.settings import settings
+from studio.editor.files import flow_files
 from studio.errors import FlowError, InputError
 from studio.flow.spec import Flow, load_flow
 from studio.store.versions import VersionRecord
@@ -100,7 +100,7 @@ def _publish(path: Path, newest: str | None) -> None:
     """Tag and note; Publish stores the file as saved on disk (the same content keeps its id), then
     picks it, and diffs it against the version that was newest (`newest`)."""
     with st.container(border=True, key="history_publish"):
-        open_here = _editors().get(str(path))
+        open_here = open_editors().get(str(path))
         if open_here is not None and open_here.dirty:
             st.warning("The Editor has unsaved changes to this flow: Save them there to publish them.")
         with st.container(horizontal=True, vertical_alignment="center"):

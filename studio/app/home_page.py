@@ -7,14 +7,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio.app.editor_page import EMPTY, _create, _free_name
 from studio.app.import_panel import render_import
-from studio.app.nav import editor_page, history_page, run_page, trace_page
-from studio.app.review_page import reviews_link
-from studio.app.run_page import flow_files
+from studio.app.links import editor_page, history_page, run_page, trace_page
+from studio.app.new_flow import ICON, LABEL, new_flow_form
 from studio.app.settings import open_store, settings
-from studio.app.widgets import badge
-from studio.errors import FlowError
+from studio.app.widgets import badge, reviews_link
+from studio.editor.files import create_flow, flow_files, free_name
 from studio.reviews.counts import ReviewCounts, review_counts
 from studio.viewer.home import FlowCard, flow_card
 
@@ -36,24 +34,9 @@ def demo_first(folder: Path, files: list[Path]) -> tuple[list[Path], list[Path]]
 
 
 def _new_flow(folder: Path, files: list[Path]) -> None:
-    with st.expander("New flow", icon=":material/add:", expanded=not files):
-        created = st.session_state.get("home_created", 0)
-        name_cell, start_cell, button_cell = st.columns([2, 3, 1], vertical_alignment="bottom")
-        name = name_cell.text_input("Name", value=_free_name(folder), key=f"home_new_name_{created}")
-        choices: list[Path | None] = [None, *files]
-        start = start_cell.selectbox(
-            "Start from",
-            choices,
-            format_func=lambda p: EMPTY if p is None else str(p.relative_to(folder)),
-            key="home_new_start",
-        )
-        if button_cell.button("Create", type="primary", key="home_new_create"):
-            try:
-                path = _create(folder, name.strip(), start)
-            except FlowError as err:
-                st.error(f"{err.field}: {err.message}")
-                return
-            st.session_state["home_created"] = created + 1
+    with st.expander(LABEL, icon=ICON, expanded=not files):
+        path = new_flow_form(folder, files, key="home_new", across=True)
+        if path is not None:
             _open(path)
 
 
@@ -77,7 +60,7 @@ def _card(card: FlowCard, folder: Path, number: int, reviews: ReviewCounts) -> N
                 st.session_state["run_flow"] = card.path
                 st.switch_page(run_page())
             if st.button("Copy", key=f"card_copy_{number}", icon=":material/content_copy:"):
-                _open(_create(card.path.parent, _free_name(card.path.parent), card.path))
+                _open(create_flow(card.path.parent, free_name(card.path.parent), card.path))
             if card.last_run_id:
                 st.page_link(trace_page(), label="Trace", query_params={"run": card.last_run_id})
             st.page_link(history_page(), label="History", query_params={"flow": where})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio.app.nav import editor_page
+from studio.app.links import editor_page
 from studio.errors import FlowError
 
 REPORT = "home_import_report"

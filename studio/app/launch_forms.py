@@ -14,8 +14,8 @@ from typing import Any
 import streamlit as st
 
 from studio.app import launches
-from studio.app.run_page import SKIP_DIRS, flow_files
 from studio.app.settings import settings
+from studio.editor.files import SKIP_DIRS, flow_files
 from studio.errors import FlowError
 from studio.evaluate.datasets import read_rows
 from studio.flow.spec import Flow, load_flow

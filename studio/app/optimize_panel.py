@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from studio.app.links import editor_page
 from studio.app.settings import settings
 from studio.app.widgets import money
 from studio.editor.layout import sidecar_path
@@ -348,8 +349,6 @@ def _save(summary: dict[str, Any], flow_name: str) -> None:
             except (OSError, ValueError) as err:
                 st.error(str(err))
                 return
-            from studio.app.nav import editor_page
-
             st.session_state["editor_flow_next"] = saved
             st.switch_page(editor_page())
 

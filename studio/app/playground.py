@@ -11,8 +11,8 @@ from typing import Any
 import streamlit as st
 
 from studio.app.editor_run import EditorRun, start_run
-from studio.app.nav import trace_page
-from studio.app.run_page import input_value, input_widget
+from studio.app.input_fields import input_value, input_widget
+from studio.app.links import trace_page
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, show_value
 from studio.editor.editor import Editor

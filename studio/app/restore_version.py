@@ -8,8 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from studio.app.editor_page import _editors
-from studio.app.nav import editor_page
+from studio.app.links import editor_page
+from studio.app.open_editors import open_editors
 from studio.editor.drafts import read_draft
 from studio.editor.editor import Editor
 from studio.errors import FlowError
@@ -29,7 +29,7 @@ def opened(path: Path) -> Editor:
 def restore_into_editor(path: Path, text: str) -> None:
     """`text` becomes the flow of the Editor on `path` (the open one, unsaved work kept in its
     undo history), then the Editor page opens; FlowError when the text does not load."""
-    editors = _editors()
+    editors = open_editors()
     editor = editors.get(str(path)) or opened(path)
     editor.replace_text(text)
     editor.refit = True

@@ -13,13 +13,13 @@ from typing import Any, cast
 
 import streamlit as st
 
-from studio.app.nav import trace_link
-from studio.app.runs_page import ANY, STATUSES, _days
+from studio.app.links import trace_link
+from studio.app.run_filters import ANY, STATUSES, picked_days
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, runs_table, show_value
 from studio.errors import InputError
 from studio.flow.paths import PathRefused, confine
-from studio.reviews.counts import ReviewCounts, review_counts
+from studio.reviews.counts import review_counts
 from studio.reviews.dataset import reviewed_rows, write_jsonl
 from studio.reviews.edits import as_text, correction
 from studio.reviews.feedback import Verdict, flow_parts, review
@@ -83,7 +83,7 @@ def _filters(store: Store) -> tuple[RunFilter, str, str | None]:
         "Version", [ANY, *labels], format_func=lambda v: labels.get(v, v), key="review_version", disabled=not labels
     )
     status = by_status.selectbox("Status", [ANY, *STATUSES], key="review_status")
-    first, last = _days(by_day.date_input("Started between (UTC)", value=[], key="review_days"))
+    first, last = picked_days(by_day.date_input("Started between (UTC)", value=[], key="review_days"))
     rule = by_rule.selectbox("Needs review", RULES, key="review_rule", help=_RULE_HELP)
     where = day_filter(None if flow == ANY else flow, None if status == ANY else status, first, last)
     where = dataclasses.replace(where, version=None if version == ANY else version)
@@ -270,11 +270,3 @@ def render() -> None:
             st.info("Nothing to review here: every run the filters keep is reviewed, or none matches the rule.")
         _export(store, flow, where.version)
     st.html(ESCAPE, unsafe_allow_javascript=True)  # last: its empty block adds no gap above the title
-
-
-def reviews_link(flow: str, counts: ReviewCounts) -> None:
-    """A link into the queue of `flow`, saying how many of its runs are reviewed (Home's cards)."""
-    from studio.app.nav import reviews_page
-
-    said = f"{counts.reviewed} reviewed · {counts.good} good, {counts.bad} bad" if counts.reviewed else "none reviewed"
-    st.page_link(reviews_page(), label=f"Reviews: {said}", icon=":material/rate_review:", query_params={"flow": flow})

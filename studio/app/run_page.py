@@ -3,74 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
-from studio.app.nav import trace_page
+from studio.app.input_fields import input_widget
+from studio.app.links import trace_page
 from studio.app.settings import settings
 from studio.app.widgets import badge, ident
+from studio.editor.files import flow_files
 from studio.errors import FlowError
-from studio.flow.spec import Flow, InputSpec, load_flow
+from studio.flow.spec import Flow, load_flow
 from studio.store.base import StepRecord
-
-SKIP_DIRS = {"node_modules", "__pycache__"}
-
-
-def flow_files(folder: Path) -> list[Path]:
-    """Flow files in `folder` and its direct subfolders (not hidden ones); layout sidecars excluded."""
-    candidates = [*folder.glob("*.y*ml"), *folder.glob("*/*.y*ml")]
-    found = []
-    for path in sorted(candidates):
-        hidden = any(part.startswith(".") or part in SKIP_DIRS for part in path.relative_to(folder).parts)
-        if hidden or path.name.endswith((".layout.yaml", ".layout.yml")):
-            continue
-        try:
-            head = path.read_text(encoding="utf-8")[:4096]
-        except (OSError, UnicodeDecodeError):
-            continue
-        if any(line.startswith("flowstudio:") for line in head.splitlines()):
-            found.append(path)
-    return found
-
-
-def _kind(spec: InputSpec) -> str:
-    return spec.type.replace(" ", "").removesuffix("|null")
-
-
-def input_widget(name: str, spec: InputSpec, key: str | None = None) -> Any:
-    """One form field per input, by its declared type; lists, dicts and `any` take JSON."""
-    kind = _kind(spec)
-    help_text = spec.description or None
-    default = None if spec.required else spec.default
-    label = f"{name} ({spec.type})"
-    if kind == "str":
-        return st.text_area(label, value=default or "", help=help_text, height=80, key=key)
-    if kind == "int":
-        return st.number_input(label, value=int(default or 0), step=1, help=help_text, key=key)
-    if kind == "float":
-        return st.number_input(label, value=float(default or 0.0), help=help_text, key=key)
-    if kind == "bool":
-        return st.checkbox(label, value=bool(default), help=help_text, key=key)
-    text = st.text_area(
-        label,
-        value=json.dumps(default) if default is not None else "",
-        help=help_text + " (JSON)" if help_text else "JSON",
-        key=key,
-    )
-    return input_value(spec, text)
-
-
-def input_value(spec: InputSpec, raw: Any) -> Any:
-    """What an input's field holds as the run's value: JSON read for lists, dicts and `any`."""
-    if _kind(spec) in ("str", "int", "float", "bool") or not isinstance(raw, str):
-        return raw
-    try:
-        return json.loads(raw) if raw.strip() else None
-    except json.JSONDecodeError:
-        return raw
 
 
 def _run(path: Path, values: dict[str, Any], flow: Flow) -> str | None:

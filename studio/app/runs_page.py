@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import streamlit as st
 
-from studio.app.nav import trace_page
+from studio.app.links import trace_page
+from studio.app.run_filters import ANY, STATUSES, picked_days
 from studio.app.settings import open_store
 from studio.app.widgets import runs_table
 from studio.viewer import PAGE_SIZE, day_filter, page_count, run_rows
-
-ANY = "(any)"
-STATUSES = ["succeeded", "failed", "waiting", "running", "interrupted"]
-
-
-def _days(picked: object) -> tuple[dt.date | None, dt.date | None]:
-    """The date input gives (), (first,) or (first, last)."""
-    days = list(picked) if isinstance(picked, tuple | list) else [picked]
-    dates = [d for d in days if isinstance(d, dt.date)]
-    return (dates[0] if dates else None, dates[-1] if dates else None)
 
 
 def render() -> None:
@@ -30,7 +19,7 @@ def render() -> None:
         by_flow, by_status, by_day = st.columns([2, 2, 3])
         flow = by_flow.selectbox("Flow", [ANY, *flows], key="runs_flow")
         status = by_status.selectbox("Status", [ANY, *STATUSES], key="runs_status")
-        first, last = _days(by_day.date_input("Started between (UTC)", value=[], key="runs_days"))
+        first, last = picked_days(by_day.date_input("Started between (UTC)", value=[], key="runs_days"))
         where = day_filter(None if flow == ANY else flow, None if status == ANY else status, first, last)
         total = store.count_runs(where)
         pages = page_count(total)

@@ -6,6 +6,8 @@ from typing import Any
 
 import streamlit as st
 
+from studio.app.links import reviews_page, trace_link
+from studio.reviews.counts import ReviewCounts
 from studio.viewer import human_seconds
 
 _BADGES = {
@@ -37,10 +39,12 @@ def ident(name: str) -> str:
 
 
 def money(value: float) -> str:
+    """A cost in dollars, to the millionth (a call to a small model costs less than a cent)."""
     return f"${value:.6f}"
 
 
 def duration(value: float | None) -> str:
+    """A duration for people (`human_seconds`)."""
     return human_seconds(value)
 
 
@@ -61,8 +65,6 @@ RUN_IN_LINK = r"run=([^&]+)"
 
 def runs_table(rows: list[dict[str, Any]], key: str, **columns: Any) -> None:
     """A table of runs whose `run` column links to each trace; `columns` adds column settings."""
-    from studio.app.nav import trace_link
-
     for row in rows:
         row["run"] = trace_link(row["run"])
     settings = {
@@ -71,3 +73,9 @@ def runs_table(rows: list[dict[str, Any]], key: str, **columns: Any) -> None:
         **columns,
     }
     st.dataframe(rows, hide_index=True, column_config=settings, key=key)
+
+
+def reviews_link(flow: str, counts: ReviewCounts) -> None:
+    """A link into the Reviews queue of `flow`, saying how many of its runs are reviewed (Home's cards)."""
+    said = f"{counts.reviewed} reviewed · {counts.good} good, {counts.bad} bad" if counts.reviewed else "none reviewed"
+    st.page_link(reviews_page(), label=f"Reviews: {said}", icon=":material/rate_review:", query_params={"flow": flow})

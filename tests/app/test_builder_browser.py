@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from studio.app.run_page import flow_files
+from studio.editor.files import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, choose, studio_server
 from tests.app.editor_browser import WAIT_MS, big_flow, canvas, chain_flow, fill_prompt

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from studio.app.run_page import flow_files
+from studio.editor.files import flow_files
 from studio.flow.spec import load_flow
 from tests.app.browser import CHROMIUM, choose, settled, studio_server
 from tests.app.editor_browser import CANVAS_FRAME, WAIT_MS, add_from_palette, big_flow, canvas, fill_prompt, wire

@@ -32,9 +32,10 @@ def _studio() -> None:
     """History and the Editor, navigable as in the app."""
     import streamlit as st
 
-    from studio.app.nav import editor_page, history_page
+    from studio.app.links import EDITOR, HISTORY
+    from studio.app.main import registered
 
-    st.navigation([history_page(), editor_page()]).run()
+    st.navigation(registered(HISTORY, EDITOR)).run()
 
 
 def _box(app: AppTest, label: str) -> Any:

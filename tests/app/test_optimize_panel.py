@@ -31,9 +31,10 @@ def _studio() -> None:
     """The experiments page and the Editor, navigable as in the app."""
     import streamlit as st
 
-    from studio.app.nav import editor_page, experiments_page
+    from studio.app.links import EDITOR, EXPERIMENTS
+    from studio.app.main import registered
 
-    st.navigation([experiments_page(), editor_page()]).run()
+    st.navigation(registered(EXPERIMENTS, EDITOR)).run()
 
 
 def _save_button(app: AppTest) -> Any:
