@@ -56,7 +56,7 @@ def _is_dify(path: Path) -> bool:
 def _reason(text: str) -> str:
     """A failure message with the instance-specific parts (paths, names, numbers) blurred."""
     text = text.splitlines()[0] if text else ""
-    text = re.sub(r"(?:/[^\s:()]+)+(:\d+)*:? ?", "", text)
+    text = re.sub(r"(?:(?<=\s)|^)(?:/[^\s:()]+)+(:\d+)*:? ?", "", text)  # absolute paths only
     text = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", text)
     return re.sub(r"\d+", "N", text)[:140]
 

@@ -147,6 +147,23 @@ class FlowBuilder:
             spec["inputs"] = fix(spec.get("inputs", {}))
         self.outputs = fix(self.outputs)
 
+    def rewire(self, old: str, new: str) -> None:
+        """Every wire `old` (`$inputs.item`) now reads `new`; `when:` expressions too."""
+        pattern = re.compile(rf"(?<![\w.$]){re.escape(old[1:])}\b")
+
+        def fix(value: Any) -> Any:
+            if isinstance(value, list):
+                return [fix(v) for v in value]
+            if isinstance(value, dict):
+                return {k: fix(v) for k, v in value.items()}
+            return new if value == old else value
+
+        for spec in self.nodes.values():
+            spec["inputs"] = fix(spec.get("inputs", {}))
+            if isinstance(spec.get("when"), str):
+                spec["when"] = pattern.sub(new[1:], spec["when"])
+        self.outputs = fix(self.outputs)
+
     def flow(self) -> dict[str, Any]:
         """The flow mapping, keys in the canonical order."""
         flow: dict[str, Any] = {"flowstudio": 1, "name": self.name}

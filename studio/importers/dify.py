@@ -223,15 +223,37 @@ def _iteration(
         if n.status == "not converted":
             entry.refuse(f"its body has a node not converted ({n.source})")
             return None
-    if "index" in inner.b.inputs:
-        entry.refuse("its body reads the iteration's index, which control.map does not pass to the sub-flow")
-        return None
     inner.b.models = {**ctx.b.models, **inner.b.models}
     inputs: dict[str, Any] = {"items": ctx.wire(data.get("iterator_selector"))}
+    item = "item"
+    if "index" in inner.b.inputs:
+        inputs["items"], item = _numbered(ctx, inner.b, ctx.ids[dify_id], inputs["items"]), "entry"
+        entry.notes.append("its body reads the index: the items are numbered first ({item, index} each)")
     for input_name, selector_text in inner.outer.items():
         inputs[input_name] = ctx.wire(json.loads(selector_text))
     file = f"parts/{name}.yaml"
     ctx.b.sub_flows[file] = sub.build(
         sub_report, f"Body of the Dify iteration {data.get('title')!r}, imported with {source.name}."
     )
-    return {"type": "control.map", "inputs": inputs, "config": {"flow": file, "item": "item"}}
+    return {"type": "control.map", "inputs": inputs, "config": {"flow": file, "item": item}}
+
+
+NUMBER_CODE = 'result = [{"item": item, "index": i} for i, item in enumerate(items or [])]\n'
+"""Pairs each item with its index, for a body that reads the iteration's index."""
+
+
+def _numbered(ctx: Ctx, body: FlowBuilder, near: str, items: Any) -> str:
+    """Number the items in the flow (a code.python node); the body reads `item` and `index` from
+    its input `entry`. Returns the wire to the numbered list."""
+    node_id = ctx.b.new_id(f"{near}_numbered")
+    ctx.b.nodes[node_id] = {
+        "type": "code.python",
+        "description": "The items with their index (the iteration's body reads it)",
+        "inputs": {"items": items},
+        "config": {"code": NUMBER_CODE},
+    }
+    del body.inputs["item"], body.inputs["index"]
+    body.inputs["entry"] = {"type": "dict", "description": "One item and its index"}
+    for name in ("item", "index"):
+        body.rewire(f"$inputs.{name}", body.field("$inputs.entry", name, "entry"))
+    return f"${node_id}.result"

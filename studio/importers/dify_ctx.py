@@ -9,6 +9,7 @@ from typing import Any
 from studio.errors import FlowError
 from studio.importers.build import FlowBuilder, jmes, slug
 from studio.importers.dify_agent import port as agent_port
+from studio.importers.dify_lists import list_port
 from studio.importers.dify_tools import HTTP_TOOLS, PYTHON_TOOLS
 from studio.importers.report import ImportReport
 
@@ -22,6 +23,7 @@ PORTS = {
     "knowledge-retrieval": {"result": "results"},
     "variable-aggregator": {"output": "value"},
     "question-classifier": {"class_name": "label"},
+    "document-extractor": {"text": "text"},
 }
 
 
@@ -58,7 +60,8 @@ class Ctx:
             if self.item is not None:
                 return self._outer([head, var])
             what = {"sys": "system variable", "env": "environment variable", "conversation": "conversation variable"}
-            self.b.inputs.setdefault(var, {"type": "str", "description": f"Dify's {what[head]} {head}.{var}"})
+            kind = "list" if (head, var) == ("sys", "files") else "str"
+            self.b.inputs.setdefault(var, {"type": kind, "description": f"Dify's {what[head]} {head}.{var}"})
             return f"$inputs.{var}"
         if self.item is not None and head == self.item:
             if var != "item":
@@ -76,6 +79,9 @@ class Ctx:
         tool = str(self.by_id[head]["data"].get("tool_name")) if kind == "tool" else ""
         if kind == "code" or tool in PYTHON_TOOLS:
             return self.b.field(f"${node_id}.result", jmes([var, *rest]), node_id)
+        if kind == "list-operator":
+            port, path = list_port(var)
+            return self.b.field(f"${node_id}.{port}", path, node_id) if path else f"${node_id}.{port}"
         if kind == "iteration":
             return self.b.field(f"${node_id}.results", "[*].output", node_id)
         if tool in HTTP_TOOLS:

@@ -9,6 +9,7 @@ from typing import Any
 from studio.importers.build import literal, slug
 from studio.importers.dify_agent import agent
 from studio.importers.dify_ctx import VAR, Ctx
+from studio.importers.dify_lists import document_extractor, list_operator
 from studio.importers.dify_tools import HTTP_TOOLS, PYTHON_CONFIG, PYTHON_TOOLS
 from studio.importers.report import NodeReport
 from studio.importers.sources import sandbox_notes, tool_function
@@ -362,6 +363,6 @@ HANDLERS: dict[str, Handler] = {
     "code": _code, "if-else": _if_else, "question-classifier": _classifier,
     "parameter-extractor": _extractor, "http-request": _http, "knowledge-retrieval": _knowledge,
     "variable-aggregator": _aggregator, "variable-assigner": _aggregator, "assigner": _assigner,
-    "tool": _tool, "agent": agent,
+    "tool": _tool, "agent": agent, "list-operator": list_operator, "document-extractor": document_extractor,
 }  # fmt: skip
 """Dify node type → its converter (iterations are converted with their graph, in dify.py)."""

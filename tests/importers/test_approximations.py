@@ -96,3 +96,26 @@ def test_a_connection_parameter_is_read_from_the_environment_by_a_tool_module(
     assert result.status == "succeeded", result.error
     assert result.outputs == {"result": "hello via https://api.example.com with key-0123456789"}
     assert mask(result.outputs) == {"result": "hello via *** with ***"}  # read through secrets.reveal: masked when kept
+
+
+def test_dify_list_operator_filters_sorts_and_cuts_and_the_document_text_is_an_input(tmp_path: Path) -> None:
+    imported = import_dify(FIXTURES / "dify" / "lists.yml")
+    path = imported.flow["nodes"]["documents"]["config"]["path"]
+    assert path == 'reverse(sort_by(@[?contains(`["document"]`, type)], &size)) | [:2]'
+    notes = " ".join(note for n in imported.report.nodes for note in n.notes)
+    assert "input `read_text`" in notes and "files are a list input" in notes
+    write_import(imported, tmp_path / "flow.yaml")
+    files = [{"type": "document", "size": 5, "name": "a"}, {"type": "image", "size": 9, "name": "b"},
+             {"type": "document", "size": 7, "name": "c"}, {"type": "document", "size": 1, "name": "d"}]  # fmt: skip
+    result = run_flow(tmp_path / "flow.yaml", {"files": files, "read_text": "hello"}, db=tmp_path / "db.sqlite")
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"biggest": files[2], "documents": [files[2], files[0]], "text": "hello"}
+
+
+def test_a_dify_iteration_body_reading_the_index_gets_numbered_items(tmp_path: Path) -> None:
+    imported = import_dify(FIXTURES / "dify" / "iterate-index.yml")
+    assert imported.report.complete
+    write_import(imported, tmp_path / "each.yaml")
+    result = run_flow(tmp_path / "each.yaml", {"words": "a b", "suffix": "!"}, db=tmp_path / "db.sqlite")
+    assert result.status == "succeeded", result.error
+    assert result.outputs == {"shouted": ["0:A!", "1:B!"]}

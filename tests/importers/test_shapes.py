@@ -72,22 +72,22 @@ def test_jinja_syntax_in_dify_plain_text_stays_literal(tmp_path: Path) -> None:
     assert render(config["prompt"]).render(topic="tea") == "Explain tea"
 
 
-def test_an_iteration_body_reading_the_index_is_refused_with_the_reason() -> None:
-    node = import_dify(SHAPES / "iteration-index.yml").report.nodes[1]
-    assert node.status == "not converted"
-    assert node.notes == ["its body reads the iteration's index, which control.map does not pass to the sub-flow"]
+def test_an_iteration_body_reading_the_index_gets_the_items_numbered() -> None:
+    imported = import_dify(SHAPES / "iteration-index.yml")
+    node = imported.report.nodes[1]
+    assert node.status == "converted" and imported.report.complete
+    assert node.notes == ["its body reads the index: the items are numbered first ({item, index} each)"]
 
 
 def test_the_bench_finds_flows_and_apps_under_a_source_folder_and_counts_them() -> None:
     found = found_items(SHAPES)
     assert [p.name for p in found["promptflow"]] == ["flow-prefix", "flow"]
-    assert len(found["dify"]) == 4
+    assert len(found["dify"]) == 5
     dify = measure("dify", found["dify"])
-    assert (dify["flows"], dify["import_and_validate"]) == (4, 3)
-    assert dify["failure_reasons"] == [(
-        "iteration node not converted: its body reads the iteration's index, which control.map does not pass to the sub-flow",
-        1,
-    )]  # fmt: skip
+    assert (dify["flows"], dify["import_and_validate"]) == (5, 4)
+    assert dify["failure_reasons"] == [
+        ("tool node not converted: tool duckduckgo/ddgo_search: no HTTP or Python equivalent is built in", 1)
+    ]
     out = subprocess.run(
         [sys.executable, "-m", "bench.importers", "--source", str(SHAPES)], capture_output=True, text=True, check=True
     ).stdout
