@@ -16,8 +16,8 @@ from studio.store.base import CallRecord, RunRecord, StepRecord
 from studio.store.postgres import PostgresStore
 from studio.store.postgres_teacher import PostgresBook
 from studio.store.recorder import Recorder
-from studio.store.rows import from_row
-from studio.store.sqlite import SQLiteStore, _experiment
+from studio.store.rows import experiment_from_row, from_row
+from studio.store.sqlite import SQLiteStore
 from studio.store.teacher import SQLiteBook, TeacherBook
 
 TABLES = ("runs", "steps", "llm_calls", "cache", "experiments", "versions", "feedback")
@@ -51,7 +51,7 @@ def copy_store(source: SQLiteStore, target: PostgresStore) -> list[Count]:
     for key, model, response in source.conn.execute("SELECT key, model, response FROM cache"):
         recorder.cache_put(key, model, json.loads(response))
     for row in source.db.query("SELECT * FROM experiments ORDER BY created_at, rowid"):
-        experiment = _experiment(row)
+        experiment = experiment_from_row(row)
         if target.get_experiment(experiment.experiment_id) is None:
             target.create_experiment(experiment)
     _copy_versions(source, target)

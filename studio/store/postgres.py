@@ -43,7 +43,17 @@ from studio.store.postgres_feedback import MIGRATION as _V3
 from studio.store.postgres_feedback import PostgresFeedback
 from studio.store.postgres_versions import MIGRATION as _V4
 from studio.store.postgres_versions import PostgresVersions
-from studio.store.rows import COLUMNS, EndRun, InsertRun, InsertStep, PutCache, encode, ended, from_row
+from studio.store.rows import (
+    COLUMNS,
+    EndRun,
+    InsertRun,
+    InsertStep,
+    PutCache,
+    encode,
+    ended,
+    experiment_from_row,
+    from_row,
+)
 from studio.store.rows import values as row_values
 
 LIVE = ("running", "interrupted")
@@ -209,17 +219,6 @@ class PostgresWriter(GroupWriter):
             item.result = result
 
 
-def _experiment(row: dict[str, Any]) -> ExperimentRecord:
-    return ExperimentRecord(
-        experiment_id=row["experiment_id"],
-        kind=row["kind"],
-        flow=row["flow"],
-        config=json.loads(row["config"]) if row["config"] else {},
-        summary=json.loads(row["summary"]) if row["summary"] else None,
-        created_at=row["created_at"],
-    )
-
-
 def _where(where: RunFilter | None) -> tuple[str, list[str]]:
     where = where or RunFilter()
     tests = [
@@ -358,12 +357,12 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
 
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         rows = self._rows("SELECT * FROM experiments WHERE experiment_id = %s", (experiment_id,))
-        return _experiment(rows[0]) if rows else None
+        return experiment_from_row(rows[0]) if rows else None
 
     def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]:
         clause, params = ("WHERE kind = %s", [kind]) if kind is not None else ("", [])
         sql = f"SELECT * FROM experiments {clause} ORDER BY created_at DESC, seq DESC LIMIT %s"
-        return [_experiment(row) for row in self._rows(sql, [*params, limit])]
+        return [experiment_from_row(row) for row in self._rows(sql, [*params, limit])]
 
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         sql = "SELECT * FROM runs WHERE experiment_id = %s ORDER BY started_at, seq"

@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from studio import secrets
-from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, as_read, now
+from studio.store.base import CallRecord, ExperimentRecord, RunRecord, RunStatus, StepRecord, as_read, now
 
 JSON_COLUMNS = frozenset({"inputs", "outputs", "request", "options"})
 """Columns kept as JSON text."""
@@ -91,6 +91,18 @@ def ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
     """The run an `EndRun` made final, from the row it read back."""
     assert row is not None, f"no run {run_id}"
     return from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
+
+
+def experiment_from_row(row: dict[str, Any]) -> ExperimentRecord:
+    """The experiment an `experiments` row holds, JSON decoded."""
+    return ExperimentRecord(
+        experiment_id=row["experiment_id"],
+        kind=row["kind"],
+        flow=row["flow"],
+        config=json.loads(row["config"]) if row["config"] else {},
+        summary=json.loads(row["summary"]) if row["summary"] else None,
+        created_at=row["created_at"],
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from studio.store.rows import (
     PutCache,
     apply_rows,
     ended,
+    experiment_from_row,
     from_row,
 )
 from studio.store.rows import values as row_values
@@ -262,12 +263,12 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
 
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         rows = list(self.db.query("SELECT * FROM experiments WHERE experiment_id = ?", [experiment_id]))
-        return _experiment(rows[0]) if rows else None
+        return experiment_from_row(rows[0]) if rows else None
 
     def list_experiments(self, *, limit: int = 50, kind: str | None = None) -> list[ExperimentRecord]:
         clause, params = ("WHERE kind = ?", [kind]) if kind is not None else ("", [])
         sql = f"SELECT * FROM experiments {clause} ORDER BY created_at DESC LIMIT ?"
-        return [_experiment(row) for row in self.db.query(sql, [*params, limit])]
+        return [experiment_from_row(row) for row in self.db.query(sql, [*params, limit])]
 
     def runs_of_experiment(self, experiment_id: str) -> list[RunRecord]:
         sql = "SELECT * FROM runs WHERE experiment_id = ? ORDER BY started_at, rowid"
@@ -299,17 +300,6 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         if self.writer is not None:
             self.writer.close()
         self.conn.close()
-
-
-def _experiment(row: dict[str, Any]) -> ExperimentRecord:
-    return ExperimentRecord(
-        experiment_id=row["experiment_id"],
-        kind=row["kind"],
-        flow=row["flow"],
-        config=json.loads(row["config"]) if row["config"] else {},
-        summary=json.loads(row["summary"]) if row["summary"] else None,
-        created_at=row["created_at"],
-    )
 
 
 def _where(where: RunFilter | None) -> tuple[str, list[str]]:
