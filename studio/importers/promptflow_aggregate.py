@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from studio.importers.build import FlowBuilder
-from studio.importers.promptflow_checks import parse_ref
+from studio.importers.build import FlowBuilder, literal
+from studio.importers.promptflow_checks import parse_ref, refs
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, sandbox_notes, tool_function
 
@@ -84,6 +84,10 @@ def _aggregation(
     if missing:
         entry.refuse(f"required parameter {missing[0]!r} has no input")
         return None
+    unread = [h for h in refs(given) if h not in done and ctx.kinds.get(h) and _is_aggregation(ctx, h)]
+    if unread:
+        entry.refuse(f"it reads the aggregation node {unread[0]!r}, which is not converted (or comes later)")
+        return None
     inputs: dict[str, Any] = {"rows": "$inputs.rows"}
     lines = []
     for name, value in given.items():
@@ -110,7 +114,7 @@ def _reader(ctx: Ctx, sub: FlowBuilder, name: str, value: Any, inputs: dict[str,
     """Python that builds the value of parameter `name` from the batch's rows (or takes it as given)."""
     found = parse_ref(value)
     if found is None:
-        inputs[f"given_{name}"] = value
+        inputs[f"given_{name}"] = literal(value)
         return f"given_{name}"
     head, rest = found
     if head in done:
@@ -120,6 +124,12 @@ def _reader(ctx: Ctx, sub: FlowBuilder, name: str, value: Any, inputs: dict[str,
         return f'[(row.get("inputs") or {{}}).get({rest!r}) for row in rows]'
     column = _line_output(ctx, name, value)
     return f'[(row.get("outputs") or {{}}).get({column!r}) for row in rows]'
+
+
+def _is_aggregation(ctx: Ctx, name: str) -> bool:
+    """Whether the source node `name` is an aggregation node."""
+    nodes = ctx.doc.data.get("nodes") or []
+    return any(isinstance(n, dict) and n.get("name") == name and n.get("aggregation") for n in nodes)
 
 
 def _line_output(ctx: Ctx, name: str, value: Any) -> str:

@@ -119,3 +119,34 @@ def test_a_dify_iteration_body_reading_the_index_gets_numbered_items(tmp_path: P
     result = run_flow(tmp_path / "each.yaml", {"words": "a b", "suffix": "!"}, db=tmp_path / "db.sqlite")
     assert result.status == "succeeded", result.error
     assert result.outputs == {"shouted": ["0:A!", "1:B!"]}
+
+
+def _eval_folder(tmp_path: Path, second_type: str) -> Path:
+    folder = tmp_path / "two-steps"
+    folder.mkdir(parents=True)
+    (folder / "count.py").write_text(
+        "from promptflow import tool\n\n\n@tool\ndef count(xs: list) -> int:\n    return len(xs)\n"
+    )
+    (folder / "double.py").write_text(
+        "from promptflow import tool\n\n\n@tool\ndef double(n: int) -> int:\n    return 2 * n\n"
+    )
+    (folder / "flow.dag.yaml").write_text(
+        "inputs:\n  x:\n    type: string\noutputs: {}\nnodes:\n"
+        f"- name: total\n  type: {second_type}\n  source:\n    type: code\n    path: count.py\n"
+        "  inputs:\n    xs: ${inputs.x}\n  aggregation: true\n"
+        "- name: twice\n  type: python\n  source:\n    type: code\n    path: double.py\n"
+        "  inputs:\n    n: ${total.output}\n  aggregation: true\n"
+    )
+    return folder
+
+
+def test_an_aggregation_node_reads_another_or_is_refused_when_that_one_is(tmp_path: Path) -> None:
+    imported = import_promptflow(_eval_folder(tmp_path / "a", "python"))
+    write_import(imported, tmp_path / "flow.yaml")
+    rows = [{"inputs": {"x": "a"}, "outputs": {}}, {"inputs": {"x": "b"}, "outputs": {}}]
+    total = run_flow(tmp_path / "two-steps-aggregate.yaml", {"rows": rows}, db=tmp_path / "db.sqlite")
+    assert total.status == "succeeded", total.error
+    assert (total.outputs["total"], total.outputs["twice"]) == (2, 4)
+    refused = import_promptflow(_eval_folder(tmp_path / "b", "llm")).report.nodes
+    assert [n.status for n in refused] == ["not converted", "not converted"]
+    assert "reads the aggregation node 'total'" in refused[1].notes[0]
