@@ -137,13 +137,13 @@ class GroupWriter:
             batch.append(item)
         return batch, False
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Item]) -> None:
+    def _commit(self, conn: Any, batch: list[_Item]) -> None:
         try:
-            _transaction(conn, batch, self._apply)
+            self._transaction(conn, batch)
         except Exception:
             for item in batch:  # find the bad write: each alone, in its own transaction
                 try:
-                    _transaction(conn, [item], self._apply)
+                    self._transaction(conn, [item])
                 except Exception as err:
                     item.result, item.error = None, err
         else:
@@ -151,14 +151,14 @@ class GroupWriter:
             self.writes += len(batch)
         _wake(batch)
 
-
-def _transaction(conn: sqlite3.Connection, items: list[_Item], apply: Apply) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        results = apply(conn, [item.write for item in items])
-        for item, result in zip(items, results, strict=True):
-            item.result = result
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    def _transaction(self, conn: Any, items: list[_Item]) -> None:
+        """Run `items` in one transaction on `conn` (SQLite's), each item's result kept on it."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            results = self._apply(conn, [item.write for item in items])
+            for item, result in zip(items, results, strict=True):
+                item.result = result
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")

@@ -38,13 +38,14 @@ from studio.store.base import (
     StepRecord,
     this_host,
 )
-from studio.store.group import GroupWriter, Write, _Item, _wake
+from studio.store.group import GroupWriter, Write, _Item
 from studio.store.postgres_feedback import MIGRATION as _V3
 from studio.store.postgres_feedback import PostgresFeedback
 from studio.store.postgres_versions import MIGRATION as _V4
 from studio.store.postgres_versions import PostgresVersions
 from studio.store.rows import (
     COLUMNS,
+    LIVE,
     EndRun,
     InsertRun,
     InsertStep,
@@ -53,10 +54,10 @@ from studio.store.rows import (
     ended,
     experiment_from_row,
     from_row,
+    run_where,
 )
 from studio.store.rows import values as row_values
 
-LIVE = ("running", "interrupted")
 CONNECT_TIMEOUT_S = 10.0
 """How long opening the store waits for the server."""
 MIGRATION_LOCK = 7_246_113_905
@@ -197,41 +198,11 @@ class PostgresWriter(GroupWriter):
         """`GroupWriter.post`, behind the write's fence."""
         super().post(fenced(self.fences, write))
 
-    def _commit(self, conn: Any, batch: list[_Item]) -> None:
-        try:
-            self._transaction(conn, batch)
-        except Exception:
-            for item in batch:  # find the bad write: each alone, in its own transaction
-                try:
-                    self._transaction(conn, [item])
-                except Exception as err:
-                    item.result, item.error = None, err
-        else:
-            self.transactions += 1
-            self.writes += len(batch)
-        _wake(batch)
-
-    @staticmethod
-    def _transaction(conn: psycopg.Connection[Any], items: list[_Item]) -> None:
+    def _transaction(self, conn: psycopg.Connection[Any], items: list[_Item]) -> None:
         with conn.transaction():
             results = [apply_write(conn, item.write) for item in items]
         for item, result in zip(items, results, strict=True):
             item.result = result
-
-
-def _where(where: RunFilter | None) -> tuple[str, list[str]]:
-    where = where or RunFilter()
-    tests = [
-        ("flow = %s", where.flow),
-        ("status = %s", "running" if where.status in LIVE else where.status),
-        ("started_at >= %s", where.since),
-        ("started_at < %s", where.until),
-        ("experiment_id = %s", where.experiment_id),
-        ("starts_with(version, %s)", where.version),
-    ]
-    used = [(test, value) for test, value in tests if value is not None]
-    clause = "WHERE " + " AND ".join(test for test, _ in used) if used else ""
-    return clause, [value for _, value in used]
 
 
 class PostgresStore(PostgresVersions, PostgresFeedback):
@@ -374,7 +345,7 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
         return [row[column] for row in self._rows(sql, (prefix, limit))]
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
-        clause, params = _where(where)
+        clause, params = run_where(where, "%s", "starts_with(version, %s)")
         sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, seq DESC"
         if where is not None and where.status in LIVE:  # few rows: told apart once read
             runs = [from_row(RunRecord, row) for row in self._rows(sql, params)]
@@ -384,7 +355,7 @@ class PostgresStore(PostgresVersions, PostgresFeedback):
     def count_runs(self, where: RunFilter | None = None) -> int:
         if where is not None and where.status in LIVE:
             return len(self.query_runs(where, limit=1_000_000))
-        clause, params = _where(where)
+        clause, params = run_where(where, "%s", "starts_with(version, %s)")
         return int(self._rows(f"SELECT count(*) AS n FROM runs {clause}", params)[0]["n"])
 
     def flow_names(self) -> list[str]:

@@ -24,7 +24,7 @@ from functools import cache
 from typing import Any, TypeVar
 
 from studio import secrets
-from studio.store.base import CallRecord, ExperimentRecord, RunRecord, RunStatus, StepRecord, as_read, now
+from studio.store.base import CallRecord, ExperimentRecord, RunFilter, RunRecord, RunStatus, StepRecord, as_read, now
 
 JSON_COLUMNS = frozenset({"inputs", "outputs", "request", "options"})
 """Columns kept as JSON text."""
@@ -32,6 +32,8 @@ BOOL_COLUMNS = frozenset({"cached", "reused", "cache_hit"})
 """Columns kept as 0/1."""
 COLUMNS = {cls: tuple(f.name for f in fields(cls)) for cls in (RunRecord, StepRecord, CallRecord)}
 """Each record's columns, in field order."""
+LIVE = ("running", "interrupted")
+"""Statuses told apart only when read: the process of a `running` row may be gone."""
 MAX_ROWS = 64
 """Most rows in one multi-row statement (bounds the distinct statements the writer compiles and caches)."""
 CACHED_STATEMENTS = 512
@@ -91,6 +93,24 @@ def ended(run_id: str, row: tuple[Any, ...] | None) -> RunRecord:
     """The run an `EndRun` made final, from the row it read back."""
     assert row is not None, f"no run {run_id}"
     return from_row(RunRecord, dict(zip(COLUMNS[RunRecord], row, strict=True)))
+
+
+def run_where(where: RunFilter | None, mark: str, begins: str) -> tuple[str, list[str]]:
+    """The SQL `WHERE` clause of a run filter (None: every run), with its parameters. `mark` is the
+    driver's placeholder, `begins` the dialect's test that `version` begins with a parameter;
+    `interrupted` is asked for as `running` (it is told apart once read)."""
+    where = where or RunFilter()
+    tests = [
+        (f"flow = {mark}", where.flow),
+        (f"status = {mark}", "running" if where.status in LIVE else where.status),
+        (f"started_at >= {mark}", where.since),
+        (f"started_at < {mark}", where.until),
+        (f"experiment_id = {mark}", where.experiment_id),
+        (begins, where.version),
+    ]
+    used = [(test, value) for test, value in tests if value is not None]
+    clause = "WHERE " + " AND ".join(test for test, _ in used) if used else ""
+    return clause, [value for _, value in used]
 
 
 def experiment_from_row(row: dict[str, Any]) -> ExperimentRecord:

@@ -31,6 +31,7 @@ from studio.store.group import GroupWriter, Write
 from studio.store.rows import (
     CACHED_STATEMENTS,
     COLUMNS,
+    LIVE,
     EndRun,
     InsertRun,
     InsertStep,
@@ -39,6 +40,7 @@ from studio.store.rows import (
     ended,
     experiment_from_row,
     from_row,
+    run_where,
 )
 from studio.store.rows import values as row_values
 from studio.store.versions import SQLiteVersions
@@ -47,8 +49,6 @@ from studio.store.versions import migrate_author as _migrate_v7
 
 SCHEMA_VERSION = 6
 """The schema `MIGRATIONS` bring a store to (PRAGMA user_version)."""
-LIVE = ("running", "interrupted")
-"""Statuses told apart only when read: the process of a `running` row may be gone."""
 BUSY_TIMEOUT_MS = 30_000
 
 
@@ -280,7 +280,7 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         return [row[0] for row in self.conn.execute(sql, (len(prefix), prefix, limit))]
 
     def query_runs(self, where: RunFilter | None = None, *, offset: int = 0, limit: int = 50) -> list[RunRecord]:
-        clause, params = _where(where)
+        clause, params = run_where(where, "?", "instr(version, ?) = 1")
         sql = f"SELECT * FROM runs {clause} ORDER BY started_at DESC, rowid DESC"
         if where is not None and where.status in LIVE:  # few rows: told apart once read
             runs = [from_row(RunRecord, row) for row in self.db.query(sql, params)]
@@ -290,7 +290,7 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
     def count_runs(self, where: RunFilter | None = None) -> int:
         if where is not None and where.status in LIVE:
             return len(self.query_runs(where, limit=1_000_000))
-        clause, params = _where(where)
+        clause, params = run_where(where, "?", "instr(version, ?) = 1")
         return int(self.conn.execute(f"SELECT count(*) FROM runs {clause}", params).fetchone()[0])
 
     def flow_names(self) -> list[str]:
@@ -300,19 +300,3 @@ class SQLiteStore(SQLiteVersions, SQLiteFeedback):
         if self.writer is not None:
             self.writer.close()
         self.conn.close()
-
-
-def _where(where: RunFilter | None) -> tuple[str, list[str]]:
-    """The SQL `WHERE` clause of a run filter (None: every run), with its parameters."""
-    where = where or RunFilter()
-    tests = [
-        ("flow = ?", where.flow),
-        ("status = ?", "running" if where.status in LIVE else where.status),
-        ("started_at >= ?", where.since),
-        ("started_at < ?", where.until),
-        ("experiment_id = ?", where.experiment_id),
-        ("instr(version, ?) = 1", where.version),
-    ]
-    used = [(test, value) for test, value in tests if value is not None]
-    clause = "WHERE " + " AND ".join(test for test, _ in used) if used else ""
-    return clause, [value for _, value in used]
