@@ -33,7 +33,7 @@ from studio.optimize import OptimizeOptions, prepare  # noqa: E402
 from studio.optimize.candidates import Candidate, build, tunable_nodes  # noqa: E402
 from studio.optimize.candidates import Path as EditPath  # noqa: E402
 from studio.optimize.demos import labelled, pick, unseen  # noqa: E402
-from studio.optimize.evaluate import Evaluator  # noqa: E402
+from studio.optimize.evaluator import Evaluator  # noqa: E402
 from studio.optimize.meter import Meter, metering  # noqa: E402
 from studio.store import MemoryStore  # noqa: E402
 

@@ -107,7 +107,7 @@ def optimize(
     """
 
     from studio.optimize import OptimizeOptions, prepare
-    from studio.optimize.evaluate import NothingSucceeds
+    from studio.optimize.evaluator import NothingSucceeds
     from studio.optimize.report import show
 
     _check_publish(publish_best, tag)

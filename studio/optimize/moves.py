@@ -10,7 +10,7 @@ are interleaved, so a round with a small width still tries a bit of everything.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
@@ -94,7 +94,7 @@ scores several demo sets."""
 def searched_moves(
     group: Sequence[str], pools: Sequence[Sequence[Mapping[str, Any]]], rng: random.Random
 ) -> list[Move]:
-    """Demo moves of the third source, searched demos (`searched`): each sets the demos of every
+    """Demo moves of the third source, searched demos (`demo_search`): each sets the demos of every
     node of a sibling group at once, from the same train examples, so a joint answer (two factors
     of a product) is shown whole; the move's node is the group's ids joined by `+`. `pools` holds
     one pool per way of resolving ambiguous examples. Order: the first draw of each size (each
@@ -197,45 +197,17 @@ def temperature_moves(alias: str, current: float | None) -> list[Move]:
     ]
 
 
-def _edits_only_tunable_fields(node: TunableNode, move: Move) -> bool:
-    """Whether every config field the move sets is one the node type lets the optimizer edit."""
-    return all(path[2] != "config" or path[3] in node.surface.fields for path in move.edits if len(path) > 3)
+def tunable_only(node: TunableNode, moves: Iterable[Move]) -> list[Move]:
+    """The moves whose every config field is one the node type lets the optimizer edit."""
+    return [m for m in moves if all(p[2] != "config" or p[3] in node.surface.fields for p in m.edits if len(p) > 3)]
 
 
-def round_moves(
-    nodes: list[NodeMoves],
-    aliases: list[str],
-    temperatures: Mapping[str, float | None],
-    rng: random.Random,
-    *,
-    topology: Sequence[Move] = (),
-    searched: Sequence[Move] = (),
-    joint: Sequence[Move] = (),
-    prices: Mapping[str, float | None] | None = None,
-) -> list[Move]:
-    """Every move from the current best, interleaved across kinds and nodes; `topology` holds the
-    graph's add and remove moves (`topology.topology_moves`), `searched` the searched demo moves
-    (`searched_moves`), `joint` the joint demo moves (`joint.joint_moves`). The joint moves lead the
-    round (every node's demos from the same runs that scored, DSPy's bootstrap), then the first
-    `SEARCHED_FIRST` searched moves (fixes confirmed on failing runs); the rest of the searched
-    moves lead the demo moves. `prices` (USD per 1,000 tokens by alias) offers a cascade to a
-    node on an alias dearer than another (`cascade_moves`)."""
-    first = list(searched[:SEARCHED_FIRST])
+def interleave(leads: Iterable[Sequence[Move]], offered: Iterable[Sequence[Move]]) -> list[Move]:
+    """A round's moves: the sources' lead moves (joint demos, the first searched demos), then every
+    other move interleaved across `KINDS` (one of each kind in turn), each kind in the order offered."""
     by_kind: dict[str, list[Move]] = {kind: [] for kind in KINDS}
-    by_kind["demos"].extend(searched[SEARCHED_FIRST:])
-    for nm in nodes:
-        for move in [
-            *demo_moves(nm, rng),
-            *rewrite_moves(nm),
-            *form_moves(nm),
-            *strategy_moves(nm),
-            *cascade_moves(nm, prices or {}),
-            *model_moves(nm, aliases),
-        ]:
-            if _edits_only_tunable_fields(nm.node, move):
-                by_kind[move.kind].append(move)
-    for alias in sorted({nm.model for nm in nodes}):
-        by_kind["temperature"].extend(temperature_moves(alias, temperatures.get(alias)))
-    by_kind["topology"].extend(topology)
+    for moves in offered:
+        for move in moves:
+            by_kind[move.kind].append(move)
     interleaved = zip_longest(*(by_kind[kind] for kind in KINDS))
-    return [*joint, *first, *(move for group in interleaved for move in group if move is not None)]
+    return [*(m for lead in leads for m in lead), *(m for group in interleaved for m in group if m is not None)]

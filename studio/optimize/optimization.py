@@ -20,7 +20,7 @@ from studio.evaluate.metrics import resolve_metric
 from studio.flow.spec import Flow, load_flow, load_flow_text
 from studio.optimize import pareto, report
 from studio.optimize.candidates import Candidate, sets
-from studio.optimize.evaluate import BudgetSpent, Evaluator, NothingSucceeds
+from studio.optimize.evaluator import BudgetSpent, Evaluator, NothingSucceeds
 from studio.optimize.meter import Meter, metering
 from studio.optimize.options import Prepared
 from studio.optimize.search import Progress, Search

@@ -21,49 +21,39 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import pairwise
 from typing import Any
 
 from studio.errors import FlowError
-from studio.evaluate.blame import BlameOptions, Score, blame_run
 from studio.evaluate.datasets import Dataset, Example
-from studio.evaluate.metrics import Metric, MetricError
-from studio.flow.spec import Flow, ModelSpec
+from studio.flow.spec import Flow
 from studio.optimize import demos as demo_pools
-from studio.optimize import joint
-from studio.optimize.candidates import Candidate, TunableNode, build, combined, feeds_output, tunable_nodes
+from studio.optimize.candidates import Candidate, build, combined, tunable_nodes
+from studio.optimize.culprits import culprits
+from studio.optimize.demo_search import Searched
 from studio.optimize.demos import Trace
-from studio.optimize.evaluate import BudgetSpent, Evaluated, Evaluator, NothingSucceeds
+from studio.optimize.evaluator import BudgetSpent, Evaluated, Evaluator, NothingSucceeds
+from studio.optimize.joint import JointPool
 from studio.optimize.meter import Meter
-from studio.optimize.moves import Move, NodeMoves, round_moves, searched_moves
+from studio.optimize.moves import Move, NodeMoves, interleave
 from studio.optimize.paired import compare
-from studio.optimize.proposers import Dropped, Rewrite, library, proposed
-from studio.optimize.searched import DemoSearch, Searched, searchable
-from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs, topology_moves
-from studio.reviews.dataset import reviewer_blamed
+from studio.optimize.proposers import Dropped
+from studio.optimize.sources.base import Ask, MoveSource, Round
+from studio.optimize.sources.demos import DemoSource
+from studio.optimize.sources.instructions import InstructionSource
+from studio.optimize.sources.models import ModelSource
+from studio.optimize.sources.topology import TopologySource
+from studio.optimize.topology import CALCULATE_SUFFIX, numeric_outputs
 from studio.runtime.compiler import Plan
 
 Progress = Callable[..., None]
 """Called as progress(event=, best=, alive=, calls=, cost_usd=, message=, **future_kwargs)."""
-Ask = Callable[[str], Awaitable[str | None]]
 PERFECT = 1.0 - 1e-9
 """A best dev score no candidate can beat."""
 ANSWER_KINDS = ("demos", "instructions", "format")
-BLAME_RUNS = 4
-"""Failing bootstrap runs blamed before the first round (flows with several tunable nodes)."""
-BLAME_SAMPLES = 2
-"""Re-samples per candidate node and run (doubled when none flips)."""
-BLAME_CALLS = 120
-"""Model calls blame may spend at most (and a tenth of the remaining budget)."""
-JOINT_RUNS = 16
-"""Train examples run with the signature instruction for joint demos, at most."""
-JOINT_PROBE = 4
-"""Of those, how many run first: the rest run only when one of these scored."""
-SEARCH_CALLS = 60
-"""Model calls the demo search (`searched`) may spend at most (and a quarter of the remaining budget)."""
 """Move kinds made from a node's answers (demos, instructions, output format): none fit an expression writer."""
 
 
@@ -149,24 +139,49 @@ class Search:
         self.rng = random.Random(settings.seed)
         self.candidates: list[Candidate] = []
         self.seen: set[str] = set()
-        self.traces: list[Trace] = []
         self.promising: list[Move] = []
-        self.raced: dict[str, list[str]] = {}
-        """Node id → instructions raced for it so far (a new proposal must not repeat one)."""
-        self.dropped: list[Dropped] = []
-        """Proposals dropped before they were raced, and why."""
         self.stopped = ""
         self.touched: dict[str, str | None] = {}
         """Candidate id → the node its move changed (None: a model alias or the graph)."""
         self.blamed: dict[str, int] = {}
         """Node id → how many failing bootstrap runs blame put on it; its moves are tried first."""
-        self.searched: Searched | None = None
-        """Searched demos of the inner nodes (`searched`), when the flow has such nodes."""
-        self.joint: joint.JointPool | None = None
-        """Good runs that give every tunable node its demos at once (`joint`), on multi-node flows."""
         self.best = Candidate("c0", {}, "the flow as given", text=flow.text, plan=plan)
         self.first_raced = False
         """Whether a round has raced yet: until then the phases before it leave its price (`spare`)."""
+        self.demos = DemoSource(self)
+        self.instructions = InstructionSource(self)
+        self.sources: list[MoveSource] = [self.demos, self.instructions, ModelSource(self), TopologySource(self)]
+        """Where each round's moves come from, in the order their offers are interleaved."""
+
+    @property
+    def traces(self) -> list[Trace]:
+        """The bootstrap's runs of the input flow on train examples."""
+        return self.demos.traces
+
+    @property
+    def searched(self) -> Searched | None:
+        """Searched demos of the inner nodes, when the flow has such nodes."""
+        return self.demos.searched
+
+    @property
+    def joint(self) -> JointPool | None:
+        """Good runs that give every tunable node its demos at once, on multi-node flows."""
+        return self.demos.joint
+
+    @property
+    def dropped(self) -> list[Dropped]:
+        """Proposals dropped before they were raced, and why."""
+        return self.instructions.dropped
+
+    @property
+    def proposals(self) -> int:
+        """Instructions asked of the proposer model per node and round."""
+        return self.settings.proposals
+
+    @property
+    def bootstrap(self) -> int:
+        """Train examples the bootstrap runs at most."""
+        return self.settings.bootstrap
 
     @property
     def failing(self) -> list[tuple[Example, str]]:
@@ -242,10 +257,9 @@ class Search:
         self.best.rung = len(rung_sizes(self.settings.minibatch, len(self.dev.examples))) - 1
         self._new_best(self.best)
         try:
-            await self._bootstrap()
-            await self._bootstrap_joint()
-            await self._search_demos()
-            await self._blame()
+            for source in self.sources:
+                await source.prepare()
+            self.blamed.update(await culprits(self, self.searched))
             for number in range(1, self.settings.max_rounds + 1):
                 if await self._perfect():
                     self.stopped = "the score is perfect on dev and on the held-out train examples"
@@ -256,7 +270,7 @@ class Search:
             self.stopped = "the budget is spent"
         if not self.stopped:
             self.stopped = f"{self.settings.max_rounds} rounds done"
-        self._emit("finished", message=f"search stopped: {self.stopped}")
+        self.emit("finished", message=f"search stopped: {self.stopped}")
         return self.best
 
     def _check_alive(self, results: list[Evaluated]) -> None:
@@ -282,136 +296,12 @@ class Search:
             candidate.requests[index] = done.requests
             if done.result.outcome.run_id:
                 candidate.runs[index] = done.result.outcome.run_id
-        self._emit("evaluated", candidate=candidate.id, examples=candidate.examples)
+        self.emit("evaluated", candidate=candidate.id, examples=candidate.examples)
         return results
-
-    async def _bootstrap(self) -> None:
-        """Run the baseline on train examples; keep the traces for demos and the proposer."""
-        count = self._bootstrap_size()
-        if count < 1:
-            return
-        examples = self.rng.sample(self.train.examples, count)
-        self._emit("bootstrap", message=f"bootstrapping demos from {count} train examples")
-        assert self.best.plan is not None
-        self.traces = await self._traces(self.best.plan, examples)
-        for trace in self.traces:
-            self.best.held_out[trace.example.index] = trace.score
-
-    def _bootstrap_size(self) -> int:
-        """Train examples a bootstrap runs: the setting, at most a fifth of the remaining budget."""
-        per = max(self.best.calls_per_example, 1.0)
-        remaining = self.spare()
-        affordable = len(self.train.examples) if remaining is None else int(0.2 * remaining / per)
-        return min(self.settings.bootstrap, len(self.train.examples), affordable)
-
-    async def _traces(self, plan: Plan, examples: list[Example]) -> list[Trace]:
-        """Runs of a flow on train examples, as the bootstrapper and the proposer read them."""
-        traces = []
-        for done in await self.evaluator.run(plan, examples):
-            outcome = done.result.outcome
-            run_id = outcome.run_id
-            steps = {s.node: s for s in self.evaluator.store.steps(run_id)} if run_id else {}
-            cut = demo_pools.truncated(self.evaluator.store.calls(run_id)) if run_id else frozenset()
-            traces.append(Trace(done.example, done.score, outcome.outputs, outcome.error, steps, cut, run_id))
-        return traces
-
-    async def _bootstrap_joint(self) -> None:
-        """On a flow with several tunable nodes, pool the good runs that give every node its demos
-        at once (`joint`). Nodes with no instructions get the signature sentence, and the runs are
-        then made anew with it, on the bootstrap's first train examples: a few at first, and more
-        only when those gave a good run."""
-        assert self.best.plan is not None
-        plan = self.best.plan
-        nodes = joint.eligible([n for n in tunable_nodes(self.flow) if not self._writes_expressions(n.id)])
-        if len(nodes) < 2 or not self.traces:
-            return
-        edits = joint.instructed(nodes, {n.id: plan.nodes[n.id].node.config.model_dump() for n in nodes})
-        traces = self.traces
-        if edits:
-            signed = Candidate("joint", edits, "signature instructions")
-            build(signed, self.flow, self.models)
-            assert signed.plan is not None
-            examples = [trace.example for trace in self.traces][: min(JOINT_RUNS, self._bootstrap_size())]
-            self._emit("bootstrap", message=f"bootstrapping joint demos from {len(examples)} train examples")
-            traces = await self._traces(signed.plan, examples[:JOINT_PROBE])
-            if any(trace.score >= demo_pools.GOOD for trace in traces):
-                traces += await self._traces(signed.plan, examples[JOINT_PROBE:])
-        self.joint = joint.pooled(nodes, traces, edits)
-
-    async def _blame(self) -> None:
-        """Take the nodes reviewers blamed (a train set from reviews); else, on a flow with several tunable
-        nodes, blame a few failing bootstrap runs (counterfactual re-runs, a tenth of the remaining
-        budget at most) so moves aim first at the likely culprits."""
-        tunable = tunable_nodes(self.flow)
-        by_reviewers = reviewer_blamed((e.row for e in self.train.examples), (node.id for node in tunable))
-        if by_reviewers:  # reviewers said where it fails: no counterfactual re-runs needed
-            self.blamed.update(by_reviewers)
-            return
-        if len(tunable) < 2 or not self.failing:
-            return
-        if self.searched is not None and len(self.searched.found) == len(self.searched.groups):
-            return  # every inner node has searched demos, raced first: the budget goes to the race
-        remaining = self.spare()
-        share = BLAME_CALLS if remaining is None else min(BLAME_CALLS, remaining // 10)
-        runs = self.failing[:BLAME_RUNS]
-        if share < len(runs):
-            return
-        self._emit("blame", message=f"blaming {len(runs)} failing bootstrap runs")
-        options = BlameOptions(samples=BLAME_SAMPLES, budget_calls=share // len(runs))
-        for example, run_id in runs:
-            record = self.evaluator.store.get_run(run_id)
-            if record is None:
-                continue
-            score = _scorer(self.evaluator.metric, example)
-            blame = await blame_run(self.evaluator.store, record, score, options, plan=self.best.plan)
-            if blame.culprit:
-                self.blamed[blame.culprit] = self.blamed.get(blame.culprit, 0) + 1
-
-    async def _search_demos(self) -> None:
-        """For the inner nodes (none a flow output's answer) with no labelled demos, search failing bootstrap runs for answers that
-        make the final output right (a quarter of the remaining budget at most): searched demos."""
-        nodes = {
-            node.id: node
-            for node in tunable_nodes(self.flow)
-            if searchable(node, demo_pools.labelled(self.flow, node, self.train))
-            and not any(feeds_output(self.flow, node, output) for output in self.flow.spec.outputs)
-            and not self._writes_expressions(node.id)
-        }
-        if not nodes or not self.failing:
-            return
-        remaining = self.spare()
-        share = SEARCH_CALLS if remaining is None else min(SEARCH_CALLS, remaining // 4)
-        self._emit(
-            "search demos", message=f"searching {len(self.failing)} failing runs for demos of {', '.join(nodes)}"
-        )
-        assert self.best.plan is not None
-        below = {
-            node.id: node
-            for node in tunable_nodes(self.flow)
-            if node.id not in nodes and demo_pools.expressible(node) and not self._writes_expressions(node.id)
-        }
-        search = DemoSearch(self.evaluator.store, self.best.plan, nodes, self.meter, share, below)
-        self.searched = await search.run(self.failing, lambda e: _scorer(self.evaluator.metric, e))
-        found = {"+".join(g): len(f) for g, f in self.searched.found.items()}
-        self._emit("search demos", message=f"searched demos found: {found or 'none'} ({self.searched.calls} calls)")
-
-    def _searched_moves(self) -> list[Move]:
-        if self.searched is None:
-            return []
-        assert self.best.plan is not None
-        moves = []
-        for group in self.searched.groups:
-            if any(node not in self.best.plan.nodes for node in group):
-                continue  # a topology move removed it
-            pools = [self.searched.pool(group)]
-            if self.searched.ambiguous(group):
-                pools.append(self.searched.pool(group, -1))
-            moves += searched_moves(group, pools, self.rng)
-        return moves
 
     async def _round(self, number: int) -> bool:
         """One round; False when there is nothing left to try."""
-        carried = [m for m in self.promising if m.kind not in ANSWER_KINDS or not self._writes_expressions(m.node)]
+        carried = [m for m in self.promising if m.kind not in ANSWER_KINDS or not self.writes_expressions(m.node)]
         moves = [*carried, *await self._moves(number)]
         self.promising = []
         racing: list[tuple[Candidate, Move]] = []
@@ -435,8 +325,8 @@ class Search:
         for candidate, move in racing:
             candidate.id = f"c{len(self.candidates)}"
             self._add(candidate)
-            self._note_raced(move)
-        self._emit(
+            self.instructions.note_raced(move)
+        self.emit(
             "round",
             message=f"round {number}: racing {len(racing)} candidate{'s' if len(racing) != 1 else ''}",
             alive=len(racing),
@@ -478,7 +368,7 @@ class Search:
                 reference = self.best.score_on(subset)
                 self.promising = [moves[c.id] for c in ranked if c.score_on(subset) > reference]
             alive = going_on(ranked, self.best, subset, self.settings.eta)
-            self._emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
+            self.emit("rung", message=f"rung {rung + 1}: {len(alive)} of {len(ranked)} go on", alive=len(alive))
             if not alive:
                 return [], []
         return [], []
@@ -506,7 +396,7 @@ class Search:
             need = sum(self.estimate(c, sum(i not in c.held_out for i in rows)) for c in (self.best, candidate))
             if not self.affordable(need):
                 break
-            self._emit("tie", message=f"{candidate.id} ties the best on dev: both run on {len(rows)} train examples")
+            self.emit("tie", message=f"{candidate.id} ties the best on dev: both run on {len(rows)} train examples")
             for side in (self.best, candidate):
                 await self._evaluate_held_out(side, rows)
             comparison = compare(candidate.held_out, self.best.held_out, rows)
@@ -551,69 +441,24 @@ class Search:
     # -- moves -------------------------------------------------------------------------------
 
     async def _moves(self, number: int) -> list[Move]:
+        """Every source's offer for this round, interleaved by kind (`moves.interleave`)."""
         assert self.best.plan is not None
         nodes = []
         for node in tunable_nodes(self.flow):
             if node.id not in self.best.plan.nodes:
                 continue  # a topology move removed it
             config = self.best.plan.nodes[node.id].node.config.model_dump()
-            model = self.best.plan.nodes[node.id].model or "default"
-            if self._writes_expressions(node.id):
-                nodes.append(NodeMoves(node, config, model, [], [], []))
-                continue
-            rewrites = [*library(node, self._expected(node), config), *await self._proposals(node, config, number)]
-            labelled = demo_pools.labelled(self.flow, node, self.train)
-            bootstrapped = demo_pools.topped_up(node, demo_pools.bootstrapped(node, self.traces), labelled)
-            nodes.append(NodeMoves(node, config, model, bootstrapped, labelled, rewrites))
-        nodes.sort(key=lambda nm: -self.blamed.get(nm.node.id, 0))  # blamed nodes' moves first
-        aliases = [a for a in self.best.plan.models if a not in (self.proposer_alias, "judge", "proposer")]
-        temperatures = {alias: spec.temperature for alias, spec in self.best.plan.models.items()}
-        topology = topology_moves(self.best.plan, self.numeric)
-        shared = joint.joint_moves(self.joint, self.rng) if self.joint is not None else []
-        prices = {alias: _price(self.best.plan.models[alias]) for alias in aliases}
-        return round_moves(
-            nodes,
-            aliases,
-            temperatures,
-            self.rng,
-            topology=topology,
-            searched=self._searched_moves(),
-            joint=shared,
-            prices=prices,
-        )
+            nodes.append(NodeMoves(node, config, self.best.plan.nodes[node.id].model or "default", [], [], []))
+        round = Round(number, nodes, self.blamed)
+        offers = [await source.offer(round) for source in self.sources]
+        return interleave((o.lead for o in offers), (o.moves for o in offers))
 
-    def _writes_expressions(self, node: str | None) -> bool:
+    def writes_expressions(self, node: str | None) -> bool:
         """Whether the node writes expressions for a calculator in the best flow: the train answers
         and traces show numbers, so no demo, instruction or format move (library or proposer, both
         made from those answers) fits it; its form, strategy and model are still tuned."""
         assert self.best.plan is not None
         return node is not None and f"{node}{CALCULATE_SUFFIX}" in self.best.plan.nodes
-
-    async def _proposals(self, node: TunableNode, config: dict[str, Any], number: int) -> list[Rewrite]:
-        if self.propose is None or not self.traces or not self.affordable(self.settings.proposals):
-            return []
-        self._emit("propose", message=f"asking the proposer for instructions for {node.id}")
-        start = (number - 1) * self.settings.proposals
-        raced = self.raced.get(node.id, [])
-        rewrites, dropped = await proposed(
-            node, config, self.traces, self.propose, self.settings.proposals, start, raced=raced
-        )
-        self.dropped.extend(dropped)
-        for item in dropped:
-            self._emit("dropped", message=f"dropped a proposal for {node.id}: {item.reason}")
-        return rewrites
-
-    def _note_raced(self, move: Move) -> None:
-        """Remember the instructions a move races, so no later proposal repeats them."""
-        for path, value in move.edits.items():
-            if path[-1:] == ("instructions",) and move.node and isinstance(value, str):
-                self.raced.setdefault(move.node, []).append(value)
-
-    def _expected(self, node: TunableNode) -> list[Any]:
-        fed = [output for output in self.train.expect if feeds_output(self.flow, node, output)]
-        if len(fed) != 1:
-            return []
-        return [example.row[self.train.expect[fed[0]]] for example in self.train.examples]
 
     def _candidate(self, move: Move, number: int) -> Candidate | None:
         candidate = Candidate(
@@ -640,9 +485,10 @@ class Search:
         self.best = candidate
         if self.on_best is not None:
             self.on_best(candidate)
-        self._emit("best", message=f"best: {candidate.id} scores {candidate.score:.3f} on dev ({candidate.described})")
+        self.emit("best", message=f"best: {candidate.id} scores {candidate.score:.3f} on dev ({candidate.described})")
 
-    def _emit(self, event: str, **details: Any) -> None:
+    def emit(self, event: str, **details: Any) -> None:
+        """Report progress: the event, the best so far and what has been spent."""
         if self.progress is None:
             return
         details.setdefault("alive", None)
@@ -654,23 +500,3 @@ class Search:
             cost_usd=self.meter.cost_usd,
             **details,
         )
-
-
-def _scorer(metric: Metric, example: Example) -> Score:
-    """The metric of one example's outputs, 0 where the metric fails."""
-
-    async def score(outputs: dict[str, Any]) -> float:
-        try:
-            return await metric.score(example.row, outputs)
-        except MetricError:
-            return 0.0
-
-    return score
-
-
-def _price(spec: ModelSpec) -> float | None:
-    """USD per 1,000 tokens in plus 1,000 out (None: unknown), to tell a dear alias from a cheap one."""
-    from studio.models.check import prices
-
-    given = prices(spec)
-    return None if None in given else sum(p or 0.0 for p in given)
