@@ -150,3 +150,24 @@ def test_an_aggregation_node_reads_another_or_is_refused_when_that_one_is(tmp_pa
     refused = import_promptflow(_eval_folder(tmp_path / "b", "llm")).report.nodes
     assert [n.status for n in refused] == ["not converted", "not converted"]
     assert "reads the aggregation node 'total'" in refused[1].notes[0]
+
+
+def test_the_cli_writes_the_aggregate_flow_and_the_tool_module_and_says_how_to_run_them(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from studio.cli import main
+
+    runner = CliRunner()
+    aggregation = runner.invoke(
+        main,
+        ["import", "promptflow", str(FIXTURES / "promptflow" / "eval-aggregation"), "--out", str(tmp_path / "e.yaml")],
+    )
+    assert aggregation.exit_code == 0, aggregation.output
+    assert "wrote " in aggregation.output and "eval-aggregation-aggregate.yaml" in aggregation.output
+    assert "jq -s '{rows: .}' rows.jsonl > rows.json" in aggregation.output
+    tool = runner.invoke(
+        main,
+        ["import", "promptflow", str(FIXTURES / "promptflow" / "connection-tool"), "--out", str(tmp_path / "c.yaml")],
+    )
+    assert tool.exit_code == 0 and "MY_CUSTOM_CONNECTION_API_KEY" in tool.output
+    assert (tmp_path / "connection_tool_call_api.py").is_file()
