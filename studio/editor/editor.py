@@ -12,8 +12,10 @@ from studio.editor.canvas import canvas_edges, canvas_nodes, card_sizes, orderin
 from studio.editor.document import EditableFlow, edges
 from studio.editor.history import History, Snapshot
 from studio.editor.layout import (
+    DEFAULT_SIZE,
     INPUTS,
     OUTPUTS,
+    READABLE_VIEW,
     Layout,
     free_spot,
     read_sidecar,
@@ -67,7 +69,9 @@ class Editor:
         data = self._check(self.saved_text)  # first: it refuses text that is not acceptable YAML
         self.flow = EditableFlow(self.saved_text, path, data=data)
         self.layout: Layout = read_sidecar(path)
-        self._place_missing(everything=not self.layout)
+        self.laid_out_here = not self.layout
+        """No layout file: the layout was made on open (so the canvas may ask for narrower rows)."""
+        self._place_missing(everything=self.laid_out_here)
         self.saved_layout = dict(self.layout)
         """As on disk, or as laid out automatically where there is no sidecar yet."""
         self.history = History(self._snapshot())
@@ -86,11 +90,11 @@ class Editor:
     def _snapshot(self) -> Snapshot:
         return Snapshot.of(self.flow.text, self.layout)
 
-    def _place_missing(self, *, everything: bool = False) -> None:
+    def _place_missing(self, *, everything: bool = False, rows_width: float = READABLE_VIEW[0]) -> None:
         ids = [INPUTS, *(str(n) for n in self.flow.nodes()), OUTPUTS]
         if everything:
             graph = [(INPUTS, OUTPUTS), *((a, b) for a, _, b, _ in edges(self.flow)), *ordering_pairs(self.flow)]
-            self.layout = readable_layout(ids, graph, card_sizes(self.flow))
+            self.layout = readable_layout(ids, graph, card_sizes(self.flow), rows_width)
             return
         for node_id in ids:
             if node_id not in self.layout:
@@ -149,7 +153,8 @@ class Editor:
         return applied
 
     def apply(self, event: Mapping[str, Any]) -> None:
-        """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, tidy, open_flow."""
+        """One canvas event: add_node, connect, delete, move, select, undo, redo, save, duplicate, tidy, rows,
+        open_flow."""
         kind = event.get("kind")
         if kind == "add_node":
             wanted = str(event["id"]) if event.get("id") else None
@@ -175,6 +180,8 @@ class Editor:
             self.duplicate([str(n) for n in event.get("nodes") or []], offset)
         elif kind == "tidy":
             self.tidy()
+        elif kind == "rows":
+            self.fit_rows(float(event.get("width", READABLE_VIEW[0])))
         elif kind == "open_flow":
             self.open_request = (self.path.parent / str(event.get("path", ""))).resolve()
 
@@ -191,6 +198,19 @@ class Editor:
         self._place_missing(everything=True)
         self.refit = True
         self._changed(Message("info", "tidied: laid out left to right"))
+
+    def fit_rows(self, width: float) -> None:
+        """The canvas's pane shows less than the rows a big flow opened in (a narrow window): lay it
+        out again in rows `width` wide, as if it had opened so, while nothing has been edited yet and
+        the layout was made here (a layout file's positions are the user's, kept)."""
+        if not self.laid_out_here or self.version != 1 or self.layout != self.saved_layout:
+            return
+        self._place_missing(everything=True, rows_width=max(width, DEFAULT_SIZE[0]))
+        if self.layout == self.saved_layout:
+            return
+        self.saved_layout = dict(self.layout)
+        self.history = History(self._snapshot())
+        self.version += 1  # new positions: the canvas opens its view on them again (useOpeningView.ts)
 
     def connect(self, source: str, source_port: str, target: str, target_port: str) -> bool:
         refused = self.flow.connect(source, source_port, target, target_port)

@@ -101,14 +101,18 @@ line) and the next (for the wires back to the left)."""
 
 
 def readable_layout(
-    ids: Iterable[str], edges: Iterable[tuple[str, str]], sizes: Mapping[str, Size] | None = None
+    ids: Iterable[str],
+    edges: Iterable[tuple[str, str]],
+    sizes: Mapping[str, Size] | None = None,
+    rows_width: float = READABLE_VIEW[0],
 ) -> Layout:
     """`auto_layout`, then for a small flow too big to read whole: wrapped (see `wrapped`); for a
-    bigger one too wide to read a line of: in rows (see `in_rows`)."""
+    bigger one too wide to read a line of: in rows as wide as `rows_width` (see `in_rows`; the
+    canvas asks for narrower rows when its pane is narrower, as in a 1024 px window)."""
     known = tuple(ids)
     layout = auto_layout(known, edges, sizes)
     measured = {node_id: (sizes or {}).get(node_id, DEFAULT_SIZE) for node_id in known}
-    return in_rows(layout, measured) if len(known) > WRAP_UP_TO else wrapped(layout, measured)
+    return in_rows(layout, measured, rows_width) if len(known) > WRAP_UP_TO else wrapped(layout, measured)
 
 
 def _columns(layout: Mapping[str, Position], sizes: Mapping[str, Size]) -> list[list[str]]:

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.app.browser import CHROMIUM, studio_server
-from tests.app.editor_browser import WAIT_MS, canvas, chain_flow
+from tests.app.browser import CHROMIUM, settled, studio_server
+from tests.app.editor_browser import WAIT_MS, canvas, chain_flow, confirmed
 from tests.conftest import FLOWSTUDIO, ROOT
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
@@ -27,10 +28,16 @@ SMALLEST_TEXT = """() => Math.min(...[...document.querySelectorAll('.react-flow_
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    flows = tmp_path_factory.mktemp("bigflow") / "flows"
-    flows.mkdir()
-    (flows / "chain.yaml").write_text(chain_flow(NODES), encoding="utf-8")  # no layout file: laid out on open
+def flows(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("bigflow") / "flows"
+    folder.mkdir()
+    (folder / "chain.yaml").write_text(chain_flow(NODES), encoding="utf-8")  # no layout file: laid out on open
+    (folder / "small.yaml").write_text(chain_flow(3), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, flows: Path) -> Iterator[str]:
     root = tmp_path_factory.mktemp("bigflow-server")
     with studio_server(FLOWSTUDIO, flows, root / "flowstudio.db", root / "studio.log") as (url, _):
         yield url
@@ -40,6 +47,7 @@ def _opened(browser: Any, server: str, width: int, height: int) -> Any:
     """A page on the Editor with the chain open, once its opening view is set."""
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(f"{server}/editor?flow=chain.yaml")
+    settled(page)
     root = canvas(page).get_by_test_id("canvas-root")
     sync_api.expect(root).to_have_attribute("data-nodes", str(NODES + 2), timeout=WAIT_MS)
     sync_api.expect(canvas(page).get_by_test_id("node-c0")).to_be_in_viewport(timeout=WAIT_MS)
@@ -117,13 +125,66 @@ def test_a_200_node_chain_opens_readable_on_its_start_goes_to_a_node_and_zooms_i
     page.close()
 
 
-def test_at_1024x768_the_chain_opens_readable_on_its_start(browser: Any, server: str) -> None:
+CUT_CARDS = """rf => {
+  const pane = rf.getBoundingClientRect();
+  return [...rf.querySelectorAll('.react-flow__node')].map(n => [n.dataset.id, n.getBoundingClientRect()])
+    .filter(([, b]) => b.top >= pane.top && b.bottom <= pane.bottom && b.right > pane.left && b.left < pane.right)
+    .filter(([, b]) => b.left < pane.left || b.right > pane.right).map(([id]) => id);
+}"""
+"""Cards whose whole height is in the pane but that the pane's left or right side cuts."""
+
+
+def _whole_rows(page: Any) -> list[str]:
+    """Wait (up to WAIT_MS) until no card of the rows in view is cut at the pane's sides; the cut ones."""
+    cut: list[str] = []
+    for _ in range(WAIT_MS // 250):
+        cut = canvas(page).locator(".react-flow").evaluate(CUT_CARDS)
+        if not cut:
+            break
+        page.wait_for_timeout(250)
+    return cut
+
+
+def test_at_1024x768_the_chain_opens_readable_in_rows_as_wide_as_the_pane(browser: Any, server: str) -> None:
     page = _opened(browser, server, 1024, 768)
-    frame, pane = canvas(page), _pane(page)
+    frame = canvas(page)
+    assert _whole_rows(page) == []  # the rows laid out again for this pane, not cut at 1440's width
+    page.wait_for_timeout(300)  # the view set on the new rows
+    pane = _pane(page)
     smallest = frame.locator(".react-flow__node").first.evaluate(SMALLEST_TEXT)
     assert smallest * _zoom(page) >= READABLE_PX, (smallest, _zoom(page))
-    for start in ("$inputs", "c0"):
+    for start in ("$inputs", "c0", "c1"):
         assert _inside(frame.get_by_test_id(f"node-{start}").bounding_box(), pane), start
     assert frame.get_by_test_id("canvas-goto").is_visible()
+    assert page.get_by_text("Unsaved changes").count() == 0  # laid out again, not edited
     _shot(page, "1024-open")
     page.close()
+
+
+def test_a_node_added_on_the_chain_keeps_the_zoom_and_shows_near_the_selected_card(
+    browser: Any, server: str, flows: Path
+) -> None:
+    for width, height in ((1440, 900), (1024, 768)):
+        page = _opened(browser, server, width, height)
+        frame = canvas(page)
+        _whole_rows(page)
+        page.wait_for_timeout(300)
+        frame.get_by_test_id("node-c1").click(position={"x": 40, "y": 12})
+        sync_api.expect(page.get_by_role("heading", name="c1")).to_be_visible(timeout=WAIT_MS)
+        settled(page)
+        if not frame.get_by_test_id("palette-item-text.template").is_visible():  # closed in a narrow frame
+            frame.get_by_test_id("palette-toggle").click()
+            page.wait_for_timeout(300)
+        before = _zoom(page)
+        frame.get_by_test_id("palette-item-text.template").click()
+        added = frame.get_by_test_id("node-template")
+        sync_api.expect(added).to_be_visible(timeout=WAIT_MS)
+        confirmed(page)
+        page.wait_for_timeout(500)  # the view's move, and the frame's resize after the Inspector's rerun
+        smallest = frame.locator(".react-flow__node").first.evaluate(SMALLEST_TEXT)
+        assert abs(_zoom(page) - before) < 1e-3 and smallest * _zoom(page) >= READABLE_PX, (before, _zoom(page))
+        assert _inside(added.bounding_box(), _pane(page))
+        _shot(page, f"{width}-added")
+        page.close()
+        for draft in flows.glob(".*.draft.yaml"):  # the next page opens the file, not this page's edits
+            draft.unlink()

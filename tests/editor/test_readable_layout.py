@@ -115,3 +115,22 @@ def test_outputs_that_share_a_band_are_not_tucked() -> None:
     (send_x, send_y), (outputs_x, outputs_y) = layout["send"], layout[OUTPUTS]
     assert outputs_x >= send_x + sizes["send"][0], "right of send"
     assert outputs_y < send_y + sizes["send"][1] and send_y < outputs_y + sizes[OUTPUTS][1], "on its line"
+
+
+def test_a_narrow_pane_lays_a_big_flow_out_again_in_narrower_rows_only_as_it_opened(tmp_path: Path) -> None:
+    """The canvas asks for rows as wide as its pane (a 1024 px window): the flow is laid out again,
+    not edited (nothing to save, nothing to undo); once edited, or from a layout file, it is kept."""
+    path = tmp_path / "chain.yaml"
+    path.write_text(chain_flow(60), encoding="utf-8")
+    editor = Editor(path)
+    editor.apply({"kind": "rows", "width": 640})
+    assert editor.version == 2 and not editor.dirty and not editor.history.can_undo
+    assert max(x for x, _ in editor.layout.values()) < 640 < READABLE_VIEW[0]
+    narrow = dict(editor.layout)
+    editor.apply({"kind": "rows", "width": 1000})  # asked once per open: a later ask changes nothing
+    assert editor.layout == narrow and editor.version == 2
+
+    editor = Editor(path)
+    editor.move({"c0": (5.0, 5.0)})
+    editor.apply({"kind": "rows", "width": 640})
+    assert editor.layout["c0"] == (5.0, 5.0) and editor.version == 1

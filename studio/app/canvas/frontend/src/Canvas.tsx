@@ -14,6 +14,7 @@ import {
   type Edge,
   type OnNodeDrag,
   type OnSelectionChangeParams,
+  type Viewport,
 } from "@xyflow/react";
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent, type MouseEvent } from "react";
 import { NodeActionsContext } from "./actions";
@@ -104,8 +105,9 @@ interface Area {
 
 /**
  * A spot for a new node: the free one nearest `start` (the centre of the view, or beside the
- * selected node) that lies inside the `visible` part of the canvas; else the first free one
- * scanning right, then down (the view then widens to show it).
+ * selected node) that lies inside the `visible` part of the canvas; else the free one nearest it
+ * (a big flow's rows leave no room between cards: beside the row's end); else the first free one
+ * scanning right, then down (the view then widens or moves to show it).
  */
 function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): Position {
   const overlaps = (at: Position) =>
@@ -122,12 +124,14 @@ function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): P
   const inside = (at: Position) =>
     !visible ||
     (at.x >= visible.x && at.y >= visible.y && at.x + ROOM.width <= visible.x + visible.width && at.y + ROOM.height <= visible.y + visible.height);
-  const near: Position[] = [];
-  for (let row = -6; row <= 6; row++) {
-    for (let column = -6; column <= 6; column++) near.push({ x: start.x + column * (GAP * 3), y: start.y + row * (GAP * 3) });
-  }
-  near.sort((a, b) => Math.hypot(a.x - start.x, a.y - start.y) - Math.hypot(b.x - start.x, b.y - start.y));
-  const found = near.find((at) => inside(at) && !overlaps(at));
+  const around = (steps: number) => {
+    const near: Position[] = [];
+    for (let row = -steps; row <= steps; row++) {
+      for (let column = -steps; column <= steps; column++) near.push({ x: start.x + column * (GAP * 3), y: start.y + row * (GAP * 3) });
+    }
+    return near.sort((a, b) => Math.hypot(a.x - start.x, a.y - start.y) - Math.hypot(b.x - start.x, b.y - start.y));
+  };
+  const found = around(6).find((at) => inside(at) && !overlaps(at)) ?? around(20).find((at) => !overlaps(at));
   if (found) return rounded(found);
   for (let row = 0; row < 8; row++) {
     for (let column = 0; column < 20; column++) {
@@ -136,6 +140,16 @@ function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): P
     }
   }
   return rounded(start);
+}
+
+/** The view moved as little as it takes to show `card` whole (a margin of `GAP` screen pixels), at its zoom. */
+function shiftedTo(card: Area, view: Viewport, topLeft: Position, bottomRight: Position): Viewport {
+  const margin = GAP / view.zoom;
+  const shift = (lo: number, hi: number, from: number, to: number) =>
+    from < lo + margin ? from - lo - margin : to > hi - margin ? Math.min(to - hi + margin, from - lo - margin) : 0;
+  const dx = shift(topLeft.x, bottomRight.x, card.x, card.x + card.width);
+  const dy = shift(topLeft.y, bottomRight.y, card.y, card.y + card.height);
+  return { x: view.x - dx * view.zoom, y: view.y - dy * view.zoom, zoom: view.zoom };
 }
 
 /** Node ids copied with Ctrl/Cmd+C, for Ctrl/Cmd+V (within this canvas: the flow text is Python's). */
@@ -147,7 +161,8 @@ function Editor({ graph, queue, dark }: Props) {
   const dragStart = useRef(new Map<string, Position>());
   const state = useGraphState(graph, queue);
   const { nodes, edges, pending, fitRequested } = state;
-  useOpeningView(flow, pane, nodes, fitRequested);
+  const askRows = useCallback((width: number) => void queue.push({ kind: "rows", width }), [queue]);
+  useOpeningView(flow, pane, nodes, fitRequested, askRows);
   useWheelZoom(pane, flow, MIN_ZOOM);
 
   const { onNodesChange } = state;
@@ -178,7 +193,8 @@ function Editor({ graph, queue, dark }: Props) {
   /** The spot of the node last added from the palette, while the frame may still resize after it. */
   const lastAdded = useRef<{ at: Position; until: number } | null>(null);
   /** A new node's free spot can be off screen (a crowded flow): zoom out just enough to show it
-   * beside what was on screen, rather than move the view away from it. */
+   * beside what was on screen, rather than move the view away from it; where that would make the
+   * cards unreadable (a big flow in rows), keep the zoom and move the view onto the new card. */
   const widenTo = useCallback(
     (at: Position, rect: DOMRect) => {
       const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
@@ -189,7 +205,10 @@ function Editor({ graph, queue, dark }: Props) {
       const x = Math.min(topLeft.x, at.x);
       const y = Math.min(topLeft.y, at.y);
       const bounds = { x, y, width: Math.max(bottomRight.x, right) - x, height: Math.max(bottomRight.y, bottom) - y };
-      void flow.fitBounds(bounds, { padding: 0.02 });
+      const zoom = flow.getZoom();
+      const widened = zoom * Math.min((bottomRight.x - topLeft.x) / bounds.width, (bottomRight.y - topLeft.y) / bounds.height) * 0.98;
+      if (widened >= Math.min(zoom, BIG_FLOW_ZOOM)) void flow.fitBounds(bounds, { padding: 0.02 });
+      else void flow.setViewport(shiftedTo({ x: at.x, y: at.y, ...ROOM }, flow.getViewport(), topLeft, bottomRight));
     },
     [flow],
   );

@@ -51,6 +51,17 @@ export function startViewport(bounds: Rect, pane: Pane, start: Rect | null): Vie
   return { x: MARGIN.left - left * zoom, y: MARGIN.top - top * zoom, zoom };
 }
 
+/**
+ * The row width (canvas pixels) a big flow needs to open whole across this pane at
+ * `READABLE_ZOOM`, when its rows (`bounds`) are too wide to show whole even at `BIG_FLOW_ZOOM` (a
+ * 1024 px window); null when they fit. Python then lays the rows out again (studio/editor/editor.py,
+ * `fit_rows`).
+ */
+export function narrowerRows(bounds: Rect, pane: Pane): number | null {
+  const room = pane.width - MARGIN.left - MARGIN.right;
+  return bounds.width * BIG_FLOW_ZOOM > room + 1 ? Math.floor(room / READABLE_ZOOM) : null;
+}
+
 export function openingViewport(bounds: Rect, pane: Pane, count: number): Viewport {
   const room = { width: pane.width - MARGIN.left - MARGIN.right, height: pane.height - MARGIN.top - MARGIN.bottom };
   const fitted = Math.min(room.width / Math.max(bounds.width, 1), room.height / Math.max(bounds.height, 1));

@@ -98,6 +98,7 @@ export type CanvasEvent =
   | { kind: "redo" }
   | { kind: "save" }
   | { kind: "tidy" }
+  | { kind: "rows"; width: number }
   | { kind: "duplicate"; nodes: string[]; dx: number; dy: number }
   | { kind: "open_flow"; path: string };
 
