@@ -36,12 +36,13 @@ def _run(run_id: str) -> RunRecord:
 
 async def test_concurrent_steps_share_transactions(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
+    recorder = Recorder(store)
     for number in range(8):
-        await Recorder(store).create_run(_run(f"r{number}"))
+        await recorder.create_run(_run(f"r{number}"))
     assert store.writer is not None
     before = store.writer.transactions
     steps = [StepRecord(node=f"n{i}", status="succeeded") for i in range(200)]
-    await asyncio.gather(*(Recorder(store).finish_step(f"r{i % 8}", step, []) for i, step in enumerate(steps)))
+    await asyncio.gather(*(recorder.finish_step(f"r{i % 8}", step, []) for i, step in enumerate(steps)))
     committed = store.writer.transactions - before
     assert sum(len(store.steps(f"r{number}")) for number in range(8)) == 200
     assert committed < 200 / 4, committed  # many steps to one fsync
@@ -50,11 +51,10 @@ async def test_concurrent_steps_share_transactions(tmp_path: Path) -> None:
 
 async def test_a_bad_write_fails_alone(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
-    await Recorder(store).create_run(_run("r"))
-    good = [Recorder(store).finish_step("r", StepRecord(node=f"n{i}", status="succeeded"), []) for i in range(5)]
-    bad = Recorder(store).finish_step(
-        "nobody", StepRecord(node="x", status="succeeded"), []
-    )  # no such run: FOREIGN KEY
+    recorder = Recorder(store)
+    await recorder.create_run(_run("r"))
+    good = [recorder.finish_step("r", StepRecord(node=f"n{i}", status="succeeded"), []) for i in range(5)]
+    bad = recorder.finish_step("nobody", StepRecord(node="x", status="succeeded"), [])  # no such run: FOREIGN KEY
     results = await asyncio.gather(*good, bad, return_exceptions=True)
     assert results[:5] == [None] * 5
     assert isinstance(results[5], sqlite3.IntegrityError)

@@ -32,13 +32,14 @@ def test_a_committed_step_is_seen_by_another_connection_and_concurrent_steps_sha
     seen: list[int] = []
 
     async def one(run_id: str) -> None:
-        await Recorder(store).create_run(_run(run_id))
+        recorder = Recorder(store)
+        await recorder.create_run(_run(run_id))
         for node in ("a", "b", "c"):
-            await Recorder(store).finish_step(run_id, StepRecord(node=node, status="succeeded", tokens=1), [])
+            await recorder.finish_step(run_id, StepRecord(node=node, status="succeeded", tokens=1), [])
             with psycopg.connect(postgres_url) as conn:  # durable before the next step starts
                 row = conn.execute("SELECT count(*) FROM steps WHERE run_id = %s AND node = %s", (run_id, node))
                 seen.append(row.fetchone()[0])  # type: ignore[index]
-        await Recorder(store).finish_run(run_id, status="succeeded", outputs={}, error=None)
+        await recorder.finish_run(run_id, status="succeeded", outputs={}, error=None)
 
     async def many() -> None:
         await asyncio.gather(*(one(f"r{n}") for n in range(20)))
@@ -54,10 +55,11 @@ def test_a_committed_step_is_seen_by_another_connection_and_concurrent_steps_sha
 
 def test_a_bad_write_fails_alone(postgres_url: str) -> None:
     store = PostgresStore(postgres_url)
+    recorder = Recorder(store)
 
     async def both() -> tuple[BaseException | None, BaseException | None]:
         return await asyncio.gather(
-            Recorder(store).create_run(_run("ok")), Recorder(store).finish_step("missing", StepRecord("a", "succeeded"), []),
+            recorder.create_run(_run("ok")), recorder.finish_step("missing", StepRecord("a", "succeeded"), []),
             return_exceptions=True,
         )  # fmt: skip
 

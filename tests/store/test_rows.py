@@ -107,10 +107,11 @@ def test_rows_are_a_snapshot_taken_when_the_write_is_asked_for() -> None:
 
 async def test_the_writer_links_each_call_to_its_step(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
-    await asyncio.gather(*(Recorder(store).create_run(_run(f"r{number}")) for number in range(8)))
+    recorder = Recorder(store)
+    await asyncio.gather(*(recorder.create_run(_run(f"r{number}")) for number in range(8)))
     await asyncio.gather(
         *(
-            Recorder(store).finish_step(f"r{i % 8}", StepRecord(node=f"n{i}", status="succeeded"), [_call(f"n{i}", i)])
+            recorder.finish_step(f"r{i % 8}", StepRecord(node=f"n{i}", status="succeeded"), [_call(f"n{i}", i)])
             for i in range(200)
         )
     )
