@@ -76,9 +76,9 @@ def _circles(graph: grimp.ImportGraph) -> list[set[str]]:
     return found
 
 
-def test_no_import_circle_but_the_app_page_registry() -> None:
+def test_no_import_circle_at_all() -> None:
     graph = grimp.build_graph("studio", "nodes")
-    circles = [group for group in _circles(graph) if not all(m.startswith("studio.app.") for m in group)]
+    circles = _circles(graph)
     assert circles == []
 
 
