@@ -80,7 +80,8 @@ def _pick(folder: Path, files: list[Path]) -> Editor | None:
     if editor is None:
         try:
             editors[str(path)] = editor = Editor(path)
-            st.session_state[_offer_key(editor)] = read_draft(path, editor.saved_text)
+            draft = st.session_state[_offer_key(editor)] = read_draft(path, editor.saved_text)
+            st.session_state[_slot_key(editor)] = "" if draft is not None else None
         except FlowError as err:
             st.error("This file cannot be opened in the editor.")
             st.code(str(err), language=None, wrap_lines=True)
@@ -125,8 +126,8 @@ def _save_button(editor: Editor) -> None:
 
 def _run_status(editor: Editor) -> EditorRun | None:
     current: EditorRun | None = st.session_state.get(run_key(editor))
-    if editor.dirty:
-        st.caption("Unsaved changes")
+    # always a line, so its room in the toolbar is kept: the first edit's words never wrap the row
+    st.caption("Unsaved changes" if editor.dirty else "\u00a0")
     if current is not None and not current.done:
         done = sum(s not in ("pending", "running") for s in current.statuses.values())
         st.caption(f"Running… {done} of {len(current.statuses)} nodes done")
@@ -207,7 +208,8 @@ PAGE_STYLE = """
 .st-key-editor_toolbar { gap: 0.5rem; }
 .st-key-editor_inspector { max-height: calc(100vh - 8.5rem); overflow-y: auto; padding-right: 0.25rem; }
 .st-key-editor_toolbar h4 { padding: 0; white-space: nowrap; }
-.st-key-editor_status { min-width: 6rem; }
+.st-key-editor_status { min-width: 7.5rem; }
+@media (max-width: 1100px) { .st-key-editor_toolbar .st-key-editor_flow { width: 110px !important; min-width: 0; flex: 0 0 110px; } }
 [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .st-key-editor_inspector) { flex-wrap: nowrap; }
 [data-testid="stColumn"]:has(.st-key-editor_inspector) { min-width: 300px; }
 </style>
@@ -266,30 +268,53 @@ def _offer_key(editor: Editor) -> str:
     return f"draft_offer:{editor.path}"
 
 
+def _slot_key(editor: Editor) -> str:
+    """The draft slot's line once the offer is answered; None: no slot (no draft when the flow opened)."""
+    return f"draft_slot:{editor.path}"
+
+
+DRAFT_SLOT_PX = 48
+"""The draft offer's row above the canvas. It stays, as one line, once the offer is answered (or an
+edit drops it), so the canvas below never moves under the pointer."""
+
+
 def _draft_offer(editor: Editor) -> None:
     """A draft left by an earlier session (a reload, a closed tab): Restore makes it the flow (one
-    undoable step, unsaved), Discard removes it. Editing first discards it too."""
-    refused = st.session_state.pop("editor_draft_refused", None)
-    if refused:
-        st.error(f"The draft could not be restored: {refused}", icon=":material/error:")
+    undoable step, unsaved), Discard removes it. Editing first discards it too. Its row keeps its
+    height until the flow is opened again."""
     draft: str | None = st.session_state.get(_offer_key(editor))
-    if draft is None:
+    if draft is not None and editor.dirty:
+        draft = st.session_state[_offer_key(editor)] = None
+        st.session_state[_slot_key(editor)] = "The earlier visit's draft was replaced by your edits."
+    line: str | None = st.session_state.get(_slot_key(editor))
+    if line is None:
         return
-    if editor.dirty:
-        st.session_state[_offer_key(editor)] = None
-        return
-    with st.container(horizontal=True, vertical_alignment="center", key="editor_draft"):
-        st.warning(f"{editor.path.name} has unsaved edits from an earlier visit.", icon=":material/history:")
+    with st.container(
+        horizontal=True, vertical_alignment="center", key="editor_draft", height=DRAFT_SLOT_PX, border=False
+    ):
+        if draft is None:
+            st.caption(line)
+            return
+        st.markdown(
+            f":material/history: **{editor.path.name}** has unsaved edits from an earlier visit.", width="content"
+        )
         restore = st.button("Restore", type="primary", key="editor_draft_restore")
         discard = st.button("Discard", key="editor_draft_discard")
     if restore or discard:
-        st.session_state[_offer_key(editor)] = None
-        try:
-            if restore:
-                editor.replace_text(draft)
-        except FlowError as err:
-            st.session_state["editor_draft_refused"] = str(err)
-        st.rerun()
+        _answer_draft(editor, draft if restore else None)
+
+
+def _answer_draft(editor: Editor, restored: str | None) -> None:
+    """Restore (`restored`: the draft's text) or Discard; the slot then says what happened."""
+    st.session_state[_offer_key(editor)] = None
+    line = "Draft restored: unsaved until you Save." if restored is not None else "Draft discarded."
+    try:
+        if restored is not None:
+            editor.replace_text(restored)
+    except FlowError as err:
+        line = f"The draft could not be restored: {err}"
+    st.session_state[_slot_key(editor)] = line
+    st.rerun()
 
 
 def _keep_draft(editor: Editor) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.app.browser import CHROMIUM, settled, studio_server
-from tests.app.editor_browser import WAIT_MS, canvas, chain_flow, confirmed
+from tests.app.editor_browser import CANVAS_FRAME, WAIT_MS, canvas, chain_flow, confirmed
 from tests.conftest import FLOWSTUDIO, ROOT
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium")
@@ -188,3 +188,32 @@ def test_a_node_added_on_the_chain_keeps_the_zoom_and_shows_near_the_selected_ca
         page.close()
         for draft in flows.glob(".*.draft.yaml"):  # the next page opens the file, not this page's edits
             draft.unlink()
+
+
+def test_the_canvas_stays_put_when_the_first_edit_answers_the_draft_offer(
+    browser: Any, server: str, flows: Path
+) -> None:
+    """A flow reopened with a draft offers it above the canvas; the first edit drops the offer, but
+    its row stays (one line), and "Unsaved changes" fits the toolbar: the canvas frame does not move."""
+    for width, height in ((1440, 900), (1024, 768)):
+        draft = flows / ".small.draft.yaml"
+        draft.write_text(chain_flow(3).replace("{{ text }} 1", "{{ text }} one"), encoding="utf-8")
+        page = browser.new_page(viewport={"width": width, "height": height})
+        page.goto(f"{server}/editor?flow=small.yaml")
+        sync_api.expect(page.get_by_text("has unsaved edits from an earlier visit")).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(canvas(page).get_by_test_id("node-c0")).to_be_visible(timeout=WAIT_MS)
+        settled(page)
+        frame = page.locator(CANVAS_FRAME)
+        before = frame.bounding_box()
+        _shot(page, f"{width}-draft-offered")
+        if not canvas(page).get_by_test_id("palette-item-text.template").is_visible():
+            canvas(page).get_by_test_id("palette-toggle").click()
+        canvas(page).get_by_test_id("palette-item-text.template").click()
+        sync_api.expect(page.get_by_text("draft was replaced by your edits")).to_be_visible(timeout=WAIT_MS)
+        sync_api.expect(page.get_by_text("Unsaved changes")).to_be_visible(timeout=WAIT_MS)
+        settled(page)
+        after = page.locator(CANVAS_FRAME).bounding_box()
+        _shot(page, f"{width}-draft-answered")
+        assert before is not None and after is not None and abs(after["y"] - before["y"]) < 1, (width, before, after)
+        page.close()
+        draft.unlink(missing_ok=True)
