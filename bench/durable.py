@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from studio.flow.spec import DURABILITIES, Durability, load_flow_text
 from studio.node import NodeContext, NodeError
-from studio.runtime import registry
+from studio.runtime import registry, runner
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine, RunOptions
 from studio.store import MemoryStore, SQLiteStore
@@ -88,7 +88,7 @@ async def resume_time(tmp: Path) -> dict[str, float]:
     failed = await engine.run(plan, {"x": 1})
     assert failed.status == "failed"
     start = time.perf_counter()
-    resumed = await engine.resume(failed.run_id)
+    resumed = await runner.resume(engine, failed.run_id)
     seconds = time.perf_counter() - start
     assert resumed.status == "succeeded" and len(resumed.steps) == 1
     store.close()

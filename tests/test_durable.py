@@ -215,3 +215,34 @@ def test_concurrent_runs_in_one_process_and_four_processes(tmp_path: Path) -> No
     assert conn.execute("SELECT count(*) FROM runs WHERE status = 'succeeded'").fetchone()[0] == 128
     assert conn.execute("SELECT count(*) FROM steps").fetchone()[0] == 128 * 3
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+async def test_the_runner_names_neutral_fields_that_each_caller_words(tmp_path: Path) -> None:
+    """The runner's errors say `values.NODE`, `run_id`, `from_node`; only the CLI says `--value`."""
+    from studio.errors import InputError
+    from studio.runtime import runner
+    from studio.runtime.engine import Engine
+    from studio.store import SQLiteStore
+
+    flow = tmp_path / "approval.yaml"
+    flow.write_text((FIXTURES / "approval.yaml").read_text())
+    store = SQLiteStore(tmp_path / "runs.db")
+    engine = Engine(store)
+    waiting = await runner.run_flow_async(flow, {"topic": "tea"}, db=tmp_path / "runs.db")
+    with pytest.raises(InputError) as wrong:
+        await runner.resume(engine, waiting.run_id, values={"draft": True})
+    assert wrong.value.field == "values.draft" and "--" not in wrong.value.message
+    with pytest.raises(InputError) as refused:
+        await runner.resume(engine, waiting.run_id, values={"approve": "maybe"})
+    assert refused.value.field == "values.approve"
+    with pytest.raises(InputError) as unknown:
+        await runner.rerun(engine, waiting.run_id, "nowhere")
+    assert unknown.value.field == "from_node"
+    with pytest.raises(InputError) as missing:
+        await runner.resume(engine, "no-such-run")
+    assert missing.value.field == "run_id"
+    flow.write_text(flow.read_text().replace("A short draft.", "Another draft."))
+    with pytest.raises(runner.FlowChanged) as changed:
+        await runner.resume(engine, waiting.run_id, values={"approve": True})
+    assert "rerun --from" not in changed.value.message  # the CLI adds its own command
+    store.close()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import os
-from typing import Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,6 +19,9 @@ from studio.cli.common import (
 )
 from studio.cli.hardening import user_options
 from studio.cli.versions import flow_and_version
+
+if TYPE_CHECKING:
+    from studio.runtime.engine import RunResult
 
 
 @click.command()
@@ -69,8 +72,6 @@ def run(
     from studio.runtime.model_checks import require_models
     from studio.runtime.runner import run_flow_async
 
-    if otlp:
-        os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp  # read by the runner, for this process only
     flow, version = flow_and_version(flow, flags["db"])  # NAME@TAG / NAME@ID: the published snapshot
     given = load_json(inputs_file.read(), "--inputs") if inputs_file else {}
     if not isinstance(given, dict):
@@ -91,6 +92,7 @@ def run(
         db=flags["db"],
         max_concurrency=flags["max_concurrency"],
         hooks=[printer] if stream else None,
+        otlp=otlp,
     )
     result = asyncio.run(run_async)
     printer.end()
@@ -146,7 +148,7 @@ def resume(run_id: str, values: tuple[str, ...], **flags: Any) -> None:
     run_async = resume_run_async(
         run_id, values=supplied, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"], flags["db"])
+    report(_worded(run_async), flags["as_json"], flags["db"])
 
 
 def _answers(run_id: str, db: str | None, texts: dict[str, str]) -> dict[str, Any]:
@@ -178,4 +180,26 @@ def rerun(run_id: str, from_node: str, **flags: Any) -> None:
     run_async = rerun_async(
         run_id, from_node, options=options, db=flags["db"], max_concurrency=flags["max_concurrency"]
     )
-    report(asyncio.run(run_async), flags["as_json"], flags["db"])
+    report(_worded(run_async), flags["as_json"], flags["db"])
+
+
+OPTIONS = {"run_id": "RUN_ID", "from_node": "--from"}
+"""The runner's neutral fields, as the command line names them."""
+
+
+def _worded(run_async: Coroutine[Any, Any, RunResult]) -> RunResult:
+    """Run it; the runner's errors in the command line's words (`values.NODE` is `--value NODE`)."""
+    from studio.errors import InputError
+    from studio.runtime.runner import FlowChanged
+
+    try:
+        return asyncio.run(run_async)
+    except FlowChanged as err:
+        raise InputError(f"{err.message} (use `flowstudio rerun --from NODE`)", file=err.file) from None
+    except InputError as err:
+        field = err.field or ""
+        if field.startswith("values."):
+            raise InputError(f"--value {field.removeprefix('values.')}: {err.message}", field="--value") from None
+        if field in OPTIONS:
+            raise InputError(err.message, file=err.file, field=OPTIONS[field]) from None
+        raise

@@ -4,7 +4,9 @@ Each finished node is one step, written with its model calls in one transaction:
 the checkpoint. When it is written (before its dependents start, in the background, or at the
 run's end) is the run's durability mode (`studio.runtime.durability`). A resumed run reads its
 finished steps back and runs only the rest; a rerun copies the steps upstream of a node into a
-new run. The engine never imports the studio app.
+new run. Which steps those are, and whether the flow file still fits the run, is the runner's
+(`studio.runtime.runner`): the engine takes a compiled plan and finished steps. It never imports
+the studio app, and its errors name neutral fields (`values.NODE`) each caller words for its users.
 """
 
 from __future__ import annotations
@@ -22,14 +24,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
 from studio.flow import paths, templates
 from studio.flow.refs import FLOW_INPUTS, Ref, refs_in, substitute
-from studio.flow.spec import Durability, Flow, load_flow
+from studio.flow.spec import Durability
 from studio.flow.values import check_depth
 from studio.mcp.sessions import McpSessions
 from studio.models import client_for
 from studio.models.base import ModelClient
 from studio.node import NO_VALUE, NodeContext, WaitingForInput
 from studio.runtime.budget import Budget
-from studio.runtime.compiler import Plan, PlanNode, compile_flow, load_sub_flow
+from studio.runtime.compiler import Plan, PlanNode, load_sub_flow
 from studio.runtime.durability import StepWriter, choose, flush_quietly, step_writer
 from studio.runtime.hooks import Hook, HookEvent
 from studio.runtime.llm import BoundLLM, NoModel
@@ -539,72 +541,30 @@ class Engine:
         shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
         return await self._execute(shared, plan, tools)
 
-    async def resume(
-        self, run_id: str, *, values: dict[str, Any] | None = None, options: RunOptions | None = None
+    async def continue_run(
+        self,
+        record: RunRecord,
+        plan: Plan,
+        finished: dict[str, StepRecord],
+        *,
+        options: RunOptions,
+        supplied: dict[str, Any] | None = None,
+        steps_done: int = 0,
     ) -> RunResult:
-        """Continue a crashed, failed or waiting run: finished steps are not run again."""
-        record = self._get_run(run_id)
-        if record.status == "succeeded":
-            raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="RUN_ID")
-        options = options or RunOptions.of_run(record)
-        plan = compile_flow(self._same_flow(record), options.models)
+        """Continue a stopped run of `plan`: the `finished` steps are taken as done, `supplied` values
+        answer its waiting nodes (InputError at `values.NODE` for one the node refuses), and the
+        budget counts what the run spent already (`steps_done` steps)."""
         options = replace(options, durability=choose(options.durability, plan.flow.spec.durability))
-        steps = self.store.steps(run_id)
-        finished = _latest(steps, {"succeeded", "skipped"})
-        supplied = _check_values(steps, values or {})
-        for path, value in supplied.items():
+        for path, value in (supplied or {}).items():
             problem = plan.nodes[path].node.refuse_value(value) if path in plan.nodes else None
             if problem:
-                raise InputError(f"--value {path}: {problem}", field="--value")
+                raise InputError(problem, field=f"values.{path}")
         tools = self.check_models(plan)
-        self.store.set_status(run_id, "running")
+        self.store.set_status(record.run_id, "running")
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps, record.cost_usd, record.tokens)
-        budget.steps = sum(1 for s in steps if s.status in ("succeeded", "failed"))
-        shared = _Shared(self, record, options, budget, finished, supplied=supplied)
+        budget.steps = steps_done
+        shared = _Shared(self, record, options, budget, finished, supplied=supplied or {})
         return await self._execute(shared, plan, tools)
-
-    async def rerun(self, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
-        """A new run of the same inputs reusing every step upstream of `from_node`."""
-        record = self._get_run(run_id)
-        options = options or RunOptions.of_run(record)
-        flow = load_flow(record.flow_path) if record.flow_path else self._stored_flow(record)
-        plan = compile_flow(flow, options.models)
-        if from_node not in plan.nodes:
-            raise InputError(
-                f"--from {from_node!r} is not a node of {record.flow}; nodes: {list(plan.nodes)}", field="--from"
-            )
-        again = plan.downstream(from_node)
-        steps = _latest(self.store.steps(run_id), {"succeeded", "skipped"})
-        reused = {path: step for path, step in steps.items() if _top_node(path) not in again}
-        return await self.run(plan, record.inputs, options=options, parent_run_id=run_id, finished=reused)
-
-    def _get_run(self, run_id: str) -> RunRecord:
-        record = self.store.get_run(run_id)
-        if record is None:
-            raise InputError(f"no run {run_id!r} in the store", field="RUN_ID")
-        return record
-
-    def _stored_flow(self, record: RunRecord) -> Flow:
-        from studio.flow.spec import load_flow_text
-
-        text = self.store.flow_text(record.run_id)
-        if text is None:
-            raise InputError(f"run {record.run_id} has no stored flow", field="RUN_ID")
-        return load_flow_text(text, file=f"<run {record.run_id}>")
-
-    def _same_flow(self, record: RunRecord) -> Flow:
-        if record.flow_path is None:
-            return self._stored_flow(record)
-        try:
-            flow = load_flow(record.flow_path)
-        except FlowError as err:
-            raise InputError(f"cannot resume: {err}", file=record.flow_path) from None
-        if flow.hash != record.flow_hash:
-            raise InputError(
-                "the flow file changed since this run started; resume refused (use `flowstudio rerun --from NODE`)",
-                file=record.flow_path,
-            )
-        return flow
 
     async def _execute(self, shared: _Shared, plan: Plan, tools: dict[str, Callable[..., Any]]) -> RunResult:
         run_id = shared.run.run_id
@@ -648,23 +608,3 @@ def _takes_null(port: PortType | None, value: Any) -> bool:
     if port is None:
         return False
     return port.optional or (isinstance(value, list) and port.item is not None and port.item.optional)
-
-
-def _latest(steps: list[StepRecord], statuses: set[StepStatus]) -> dict[str, StepRecord]:
-    """The last step of each node path, kept when its status is in `statuses`."""
-    last = {step.node: step for step in steps}
-    return {path: step for path, step in last.items() if step.status in statuses}
-
-
-def _top_node(path: str) -> str:
-    """`map[2].child` → `map`."""
-    return path.split(".", 1)[0].split("[", 1)[0]
-
-
-def _check_values(steps: list[StepRecord], values: dict[str, Any]) -> dict[str, Any]:
-    waiting = set(_latest(steps, {"waiting"}))
-    for node in values:
-        if node not in waiting:
-            where = f"; waiting: {sorted(waiting)}" if waiting else "; the run is not waiting for input"
-            raise InputError(f"--value {node}: that node is not waiting for input{where}", field="--value")
-    return values

@@ -21,8 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from studio.errors import FlowError, InputError
 from studio.flow.spec import Durability
+from studio.runtime import runner
 from studio.runtime.durability import choose
 from studio.runtime.engine import Engine, RunOptions
+from studio.runtime.runner import FlowChanged
 from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
 from studio.serve.docs import docs_page
@@ -197,7 +199,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         stopped = manager.check_resumable(run_id).status
 
         async def begin(engine: Engine) -> Any:
-            return await engine.resume(run_id, values=body.values)
+            return await runner.resume(engine, run_id, values=body.values)
 
         return await respond(manager, begin, body.mode, resuming=stopped, catalog=catalog)
 
@@ -258,20 +260,29 @@ def sse(events: AsyncIterator[Event | None]) -> StreamingResponse:
 def _location(field: str | None) -> list[str]:
     if field is None:
         return ["body"]
-    if field == "--value":
+    if field.startswith("values."):  # a waiting node's answer
         return ["body", "values"]
-    if field == "RUN_ID":
+    if field == "run_id":
         return ["path", "run_id"]
     if field == "Last-Event-ID":
         return ["header", "Last-Event-ID"]
     return ["body", *field.split(".")]
 
 
+def _message(err: FlowError) -> str:
+    """The error in the API's words: a waiting node's answer is named by its node."""
+    if err.field and err.field.startswith("values."):
+        return f"{err.field.removeprefix('values.')}: {err.message}"
+    if isinstance(err, FlowChanged):
+        return f"{err.message}: start a new run (POST /flows/NAME/runs)"
+    return err.message
+
+
 def _add_error_handlers(app: FastAPI) -> None:
     async def bad_input(request: Request, err: Exception) -> Response:
         assert isinstance(err, FlowError)
         catalog: Catalog = request.app.state.catalog
-        problem = {"loc": _location(err.field), "msg": catalog.relative(err.message), "type": "bad_input"}
+        problem = {"loc": _location(err.field), "msg": catalog.relative(_message(err)), "type": "bad_input"}
         return JSONResponse({"detail": [problem]}, status_code=422)
 
     async def too_large(request: Request, err: Exception) -> Response:

@@ -9,14 +9,17 @@ from typing import Any
 
 from studio.telemetry.setup import ENDPOINT_ENV, capture_content, endpoint_from_env, missing_extra, say
 
-__all__ = ["ENDPOINT_ENV", "capture_content", "endpoint_from_env", "hooks_from_env"]
+__all__ = ["ENDPOINT_ENV", "capture_content", "endpoint_from_env", "hooks_for", "hooks_from_env"]
 
 
 def hooks_from_env() -> list[Any]:
     """The engine hooks the environment asks for: an OTLP exporter when an endpoint is set."""
     url = endpoint_from_env()
-    if not url:
-        return []
+    return hooks_for(url) if url else []
+
+
+def hooks_for(url: str) -> list[Any]:
+    """An OTLP/HTTP exporter hook sending to the traces URL `url` (none, with a note, without the extra)."""
     try:
         from studio.telemetry.hook import OtelHook
     except ImportError:

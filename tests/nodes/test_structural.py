@@ -10,6 +10,7 @@ import pytest
 
 from studio.errors import CompileError
 from studio.flow.spec import load_flow, load_flow_text
+from studio.runtime import runner
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine
 from studio.store import MemoryStore
@@ -98,7 +99,7 @@ async def test_resume_skips_finished_map_items(tmp_path: Path) -> None:
     failed = await engine.run(compile_flow(load_flow(flow)), {"xs": ["a", "b", "c"]})
     assert failed.status == "failed"
     script.write_text("script:\n  - {reply: ok}\n")
-    resumed = await engine.resume(failed.run_id)
+    resumed = await runner.resume(engine, failed.run_id)
     assert resumed.status == "succeeded" and resumed.outputs == {"rs": [{"r": "ok"}] * 3}
     calls = Counter(c.node for c in store.calls(failed.run_id))
     assert calls == {"m[0].g": 1, "m[1].g": 1, "m[2].g": 2}

@@ -7,9 +7,9 @@ import random
 from typing import Any
 
 from studio.flow.spec import load_flow
+from studio.optimize.demo_search import groups, overlap, spans
 from studio.optimize.moves import searched_moves
 from studio.optimize.optimization import Optimization
-from studio.optimize.demo_search import groups, overlap, spans
 from studio.runtime.compiler import compile_flow
 from tests.optimize.conftest import SCRIPTED_MODELS, MakeTask, Task, rows, write_jsonl
 from tests.optimize.test_search import optimize

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from studio.flow.spec import load_flow
+from studio.runtime import runner
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine, RunResult
 from studio.serve import chat
@@ -47,7 +48,7 @@ def starter(flow: str, inputs: dict[str, Any], extra_hook: Any = None) -> Any:
 
 def resume_starter(run_id: str, values: dict[str, Any]) -> Any:
     async def begin(engine: Engine) -> RunResult:
-        return await engine.resume(run_id, values=values)
+        return await runner.resume(engine, run_id, values=values)
 
     return begin
 
