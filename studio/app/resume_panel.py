@@ -33,8 +33,9 @@ def waiting_panel(trace: Trace) -> None:
     values = {node: value_from_text(text) for node, text in answers.items()}
     try:
         result = asyncio.run(resume_run_async(trace.run.run_id, values=values, db=settings().db))
-    except FlowError as err:
-        st.error(err.message)
+    except FlowError as err:  # the runner names a waiting node's answer `values.NODE`
+        node = (err.field or "").removeprefix("values.") if (err.field or "").startswith("values.") else None
+        st.error(f"Answer for {node}: {err.message}" if node else err.message)
         return
     st.success(f"Run {result.run_id} is {result.status}.")
     st.rerun()
