@@ -34,8 +34,10 @@ def waiting_panel(trace: Trace) -> None:
     try:
         result = asyncio.run(resume_run_async(trace.run.run_id, values=values, db=settings().db))
     except FlowError as err:  # the runner names a waiting node's answer `values.NODE`
-        node = (err.field or "").removeprefix("values.") if (err.field or "").startswith("values.") else None
-        st.error(f"Answer for {node}: {err.message}" if node else err.message)
+        field = err.field or ""
+        st.error(
+            f"Answer for {field.removeprefix('values.')}: {err.message}" if field.startswith("values.") else err.message
+        )
         return
     st.success(f"Run {result.run_id} is {result.status}.")
     st.rerun()
