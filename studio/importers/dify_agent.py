@@ -10,13 +10,11 @@ the tools that exist and the report names the others; a complete MCP server URL 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
+from studio.importers.dify_wiring import Wiring
 from studio.importers.report import NodeReport
-
-if TYPE_CHECKING:
-    from studio.importers.dify_ctx import Ctx
 
 PORTS = {"text": "answer", "json": "turns"}
 """Dify agent outputs → llm.agent's outputs (`text` is llm.generate's `text` when no tool is left)."""
@@ -38,7 +36,7 @@ def _params(data: dict[str, Any]) -> dict[str, Any]:
     return {str(k): v for k, v in (data.get("agent_parameters") or {}).items() if isinstance(v, dict)}
 
 
-def agent(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
+def agent(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     """The llm.agent standing for a Dify agent node (always approximated: say how); llm.generate
     when none of its tools exists here (a tool loop without tools is one model answer)."""
     params = _params(data)
@@ -75,7 +73,7 @@ def _value(param: Any) -> Any:
     return param.get("value") if isinstance(param, dict) else None
 
 
-def _text(ctx: Ctx, param: Any, inputs: dict[str, Any], name: str) -> str:
+def _text(ctx: Wiring, param: Any, inputs: dict[str, Any], name: str) -> str:
     """A constant/mixed text parameter as a template, or a variable parameter as `{{ name }}`."""
     if not isinstance(param, dict):
         return ""
@@ -124,7 +122,7 @@ def _tools(params: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     return config
 
 
-def _model(ctx: Ctx, model: Any, spec: dict[str, Any]) -> None:
+def _model(ctx: Wiring, model: Any, spec: dict[str, Any]) -> None:
     model = model if isinstance(model, dict) else {}
     provider = str(model.get("provider") or "openai").rsplit("/", 1)[-1]
     params = model.get("completion_params") or {}

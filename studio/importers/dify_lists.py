@@ -4,13 +4,11 @@ extractor → a text input (a flow reads no files: the document's text is given 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from studio.importers.build import slug
+from studio.importers.dify_wiring import Wiring
 from studio.importers.report import NodeReport
-
-if TYPE_CHECKING:
-    from studio.importers.dify_ctx import Ctx
 
 RECORDS = {"first_record": "[0]", "last_record": "[-1]"}
 """The list operator's single-item outputs, read from its `result` list."""
@@ -23,7 +21,7 @@ def list_port(var: str) -> tuple[str, str]:
     return "value", RECORDS.get(var, "")
 
 
-def list_operator(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | None:
+def list_operator(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | None:
     """A data.extract whose path filters, sorts and cuts the list as the operator's settings say."""
     key = "" if str(data.get("item_var_type")) in ("string", "number", "boolean") else None
     try:
@@ -89,7 +87,7 @@ def _json(value: Any) -> str:
     return "`" + json.dumps(value, ensure_ascii=False).replace("`", "\\`") + "`"
 
 
-def document_extractor(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
+def document_extractor(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     """The document's text, given as a flow input (a flow reads no files)."""
     name = ctx.b.new_id(slug(str(data.get("title") or ""), "document") + "_text")
     ctx.b.inputs[name] = {

@@ -20,7 +20,7 @@ from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, sandbox_notes, tool_function
 
 if TYPE_CHECKING:
-    from studio.importers.promptflow import Ctx
+    from studio.importers.promptflow_ctx import Ctx
 
 SHIM = '''metrics = {}
 

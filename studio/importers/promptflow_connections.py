@@ -20,7 +20,7 @@ from studio.importers.report import NodeReport
 from studio.importers.sources import REQUIRED, Function
 
 if TYPE_CHECKING:
-    from studio.importers.promptflow import Ctx
+    from studio.importers.promptflow_ctx import Ctx
 
 KNOWN_FIELDS = {
     "AzureOpenAIConnection": ["api_key", "api_base", "api_version", "api_type"],

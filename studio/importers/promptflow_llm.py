@@ -10,7 +10,7 @@ from studio.importers.promptflow_checks import refs
 from studio.importers.report import NodeReport
 
 if TYPE_CHECKING:
-    from studio.importers.promptflow import Ctx
+    from studio.importers.promptflow_ctx import Ctx
 
 _ROLE = re.compile(r"^[ \t]*#[ \t]*(system|user|assistant|function|tool)[ \t]*:[ \t]*$", re.I | re.M)
 LLM_SETTINGS = {

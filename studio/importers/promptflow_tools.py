@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from studio.importers.report import NodeReport
 
 if TYPE_CHECKING:
-    from studio.importers.promptflow import Ctx
+    from studio.importers.promptflow_ctx import Ctx
 
 EMBEDDING_CODE = """import hashlib
 import math
