@@ -96,7 +96,7 @@ class RunOptions:
 
 @dataclass
 class StepSummary:
-    """One step as `flowstudio run --json` lists it."""
+    """One finished step of a run: its node, outcome and what it spent."""
 
     node: str
     status: StepStatus
@@ -113,7 +113,7 @@ class StepSummary:
 
 @dataclass
 class RunResult:
-    """What `flowstudio run --json` prints."""
+    """The outcome of a run: its id and status, the outputs or the error, what it spent, its steps."""
 
     run_id: str
     status: RunStatus
@@ -124,7 +124,7 @@ class RunResult:
     steps: list[StepSummary] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
-        """The result as `flowstudio run --json` prints it."""
+        """The result as plain JSON (what every caller that shows a run as JSON prints)."""
         return {
             "run_id": self.run_id,
             "status": self.status,
