@@ -96,3 +96,19 @@ def test_each_built_in_node_type_reads_in_one_screen() -> None:
     assert len(files) > 15
     long = {f.name: n for f in files if (n := len(f.read_text(encoding="utf-8").splitlines())) >= 150}
     assert long == {}
+
+
+def test_the_architecture_page_states_the_contract_and_names_every_folder() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    start = pyproject.index("[[tool.importlinter.contracts]]")
+    contracts = pyproject[
+        start : pyproject.index("allow_indirect_imports = true") + len("allow_indirect_imports = true")
+    ]
+    assert contracts in page
+    packages = sorted(p.parent.name for p in (ROOT / "studio").glob("*/__init__.py"))
+    assert [p for p in packages if f"`studio/{p}/`" not in page] == []
+    layers = contracts[contracts.index("layers = [") : contracts.index("]", contracts.index("layers = ["))]
+    layered = [name for line in layers.splitlines() for name in line.split('"')[1::2]]
+    in_layers = {part.strip() for name in layered for part in name.replace(":", "|").split("|")}
+    assert {f"studio.{p}" for p in packages} <= in_layers
