@@ -110,3 +110,13 @@ class MoveSource(Protocol):
     async def offer(self, round: Round) -> Offer:
         """The moves of this round, made from the best flow so far."""
         ...
+
+
+class FromBestFlow:
+    """A source whose moves need only the best flow so far: nothing to prepare."""
+
+    def __init__(self, search: Searching) -> None:
+        self.search = search
+
+    async def prepare(self) -> None:
+        """Nothing to learn before the first round."""

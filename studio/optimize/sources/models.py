@@ -12,20 +12,14 @@ from studio.optimize.moves import (
     temperature_moves,
     tunable_only,
 )
-from studio.optimize.sources.base import Offer, Round, Searching
+from studio.optimize.sources.base import FromBestFlow, Offer, Round
 
 SPECIAL_ALIASES = ("judge", "proposer")
 """Aliases that serve the optimizer, never a node."""
 
 
-class ModelSource:
+class ModelSource(FromBestFlow):
     """Form, strategy, cascade and model moves per node; temperature moves per alias in use."""
-
-    def __init__(self, search: Searching) -> None:
-        self.search = search
-
-    async def prepare(self) -> None:
-        """Nothing: these moves need only the best flow."""
 
     async def offer(self, round: Round) -> Offer:
         """Per node (blamed first): form, strategy, cascade and model moves; then temperatures."""

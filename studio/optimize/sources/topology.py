@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from studio.optimize.sources.base import Offer, Round, Searching
+from studio.optimize.sources.base import FromBestFlow, Offer, Round
 from studio.optimize.topology import topology_moves
 
 
-class TopologySource:
+class TopologySource(FromBestFlow):
     """The graph's add and remove moves from the best flow so far."""
-
-    def __init__(self, search: Searching) -> None:
-        self.search = search
-
-    async def prepare(self) -> None:
-        """Nothing: these moves need only the best flow and the train answers."""
 
     async def offer(self, round: Round) -> Offer:
         """Add and remove moves of the best flow's graph."""
