@@ -373,14 +373,15 @@ def render() -> None:
         _yaml_tab(editor)
     else:
         left, right = st.columns([3, 1]) if inspector else (st.container(), None)
+        if right is not None:  # first: a click's Inspector reaches the browser before the canvas's graph
+            with right, st.container(key="editor_inspector", border=False):
+                _side_panel(editor)
+            current = st.session_state.get(run_key(editor))  # the Playground may just have started one
         with left:
             status = current.statuses if current is not None else None
             graph = editor.graph(status, fit=editor.version == 1 or editor.refit, notes=notes(current))
             editor.refit = False
             flow_canvas(graph, key=f"canvas:{editor.path}", height=CANVAS_LEAST_PX, fill=True)
-        if right is not None:
-            with right, st.container(key="editor_inspector", border=False):
-                _side_panel(editor)
     _keep_draft(editor)
     editor.flow.prepare()  # parse for editing while the browser draws
     current = st.session_state.get(run_key(editor))  # the Playground may just have started one
