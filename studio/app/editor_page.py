@@ -208,8 +208,8 @@ PAGE_STYLE = """
 .st-key-editor_toolbar { gap: 0.5rem; }
 .st-key-editor_inspector { max-height: calc(100vh - 8.5rem); overflow-y: auto; padding-right: 0.25rem; }
 .st-key-editor_toolbar h4 { padding: 0; white-space: nowrap; }
-.st-key-editor_status { min-width: 7.5rem; }
-@media (max-width: 1100px) { .st-key-editor_toolbar .st-key-editor_flow { width: 110px !important; min-width: 0; flex: 0 0 110px; } }
+.st-key-editor_status { min-width: 6.5rem; }
+@media (max-width: 1100px) { .st-key-editor_toolbar .st-key-editor_flow { width: 120px !important; min-width: 0; flex: 0 0 120px; } }
 [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] .st-key-editor_inspector) { flex-wrap: nowrap; }
 [data-testid="stColumn"]:has(.st-key-editor_inspector) { min-width: 300px; }
 </style>
