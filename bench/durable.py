@@ -88,7 +88,7 @@ async def resume_time(tmp: Path) -> dict[str, float]:
     failed = await engine.run(plan, {"x": 1})
     assert failed.status == "failed"
     start = time.perf_counter()
-    resumed = await runner.resume(engine, failed.run_id)
+    resumed = await runner.resume_on(engine, failed.run_id)
     seconds = time.perf_counter() - start
     assert resumed.status == "succeeded" and len(resumed.steps) == 1
     store.close()

@@ -13,6 +13,7 @@ _EXPORTS = {
     "CompileError": "studio.errors",
     "Engine": "studio.runtime.engine",
     "Flow": "studio.flow.spec",
+    "FlowChanged": "studio.runtime.runner",
     "FlowError": "studio.errors",
     "FlowSpec": "studio.flow.spec",
     "FlowWarning": "studio.errors",
@@ -34,6 +35,8 @@ _EXPORTS = {
     "load_flow_text": "studio.flow.spec",
     "run_flow": "studio.runtime.runner",
     "rerun_async": "studio.runtime.runner",
+    "rerun_on": "studio.runtime.runner",
+    "resume_on": "studio.runtime.runner",
     "resume_run_async": "studio.runtime.runner",
     "run_flow_async": "studio.runtime.runner",
 }

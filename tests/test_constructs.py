@@ -632,7 +632,7 @@ nodes:
     failed = await engine.run(compile_flow(load_flow(flow)), {"kind": "a"})
     assert failed.status == "failed"
     script.write_text("script:\n  - {reply: A}\n")
-    resumed = await runner.resume(engine, failed.run_id)
+    resumed = await runner.resume_on(engine, failed.run_id)
     assert (resumed.status, resumed.outputs) == ("succeeded", {"answer": "A"})
     last = {s.node: s.status for s in store.steps(failed.run_id)}
     assert last == {"route": "succeeded", "on_a": "succeeded", "on_b": "skipped", "answer": "succeeded"}

@@ -230,19 +230,19 @@ async def test_the_runner_names_neutral_fields_that_each_caller_words(tmp_path: 
     engine = Engine(store)
     waiting = await runner.run_flow_async(flow, {"topic": "tea"}, db=tmp_path / "runs.db")
     with pytest.raises(InputError) as wrong:
-        await runner.resume(engine, waiting.run_id, values={"draft": True})
+        await runner.resume_on(engine, waiting.run_id, values={"draft": True})
     assert wrong.value.field == "values.draft" and "--" not in wrong.value.message
     with pytest.raises(InputError) as refused:
-        await runner.resume(engine, waiting.run_id, values={"approve": "maybe"})
+        await runner.resume_on(engine, waiting.run_id, values={"approve": "maybe"})
     assert refused.value.field == "values.approve"
     with pytest.raises(InputError) as unknown:
-        await runner.rerun(engine, waiting.run_id, "nowhere")
+        await runner.rerun_on(engine, waiting.run_id, "nowhere")
     assert unknown.value.field == "from_node"
     with pytest.raises(InputError) as missing:
-        await runner.resume(engine, "no-such-run")
+        await runner.resume_on(engine, "no-such-run")
     assert missing.value.field == "run_id"
     flow.write_text(flow.read_text().replace("A short draft.", "Another draft."))
     with pytest.raises(runner.FlowChanged) as changed:
-        await runner.resume(engine, waiting.run_id, values={"approve": True})
+        await runner.resume_on(engine, waiting.run_id, values={"approve": True})
     assert "rerun --from" not in changed.value.message  # the CLI adds its own command
     store.close()

@@ -81,7 +81,7 @@ async def resume_run_async(
 ) -> RunResult:
     """Continue a crashed, failed or waiting run."""
     async with _engine(db, max_concurrency, hooks, otlp) as engine:
-        return await resume(engine, run_id, values=values, options=options)
+        return await resume_on(engine, run_id, values=values, options=options)
 
 
 async def rerun_async(
@@ -96,15 +96,15 @@ async def rerun_async(
 ) -> RunResult:
     """Re-execute `from_node` and what depends on it, reusing the rest of `run_id`."""
     async with _engine(db, max_concurrency, hooks, otlp) as engine:
-        return await rerun(engine, run_id, from_node, options=options)
+        return await rerun_on(engine, run_id, from_node, options=options)
 
 
-async def resume(
+async def resume_on(
     engine: Engine, run_id: str, *, values: dict[str, Any] | None = None, options: RunOptions | None = None
 ) -> RunResult:
     """Continue a crashed, failed or waiting run on `engine`: its finished steps are not run again,
     `values` answer its waiting nodes. Refused (InputError) for a finished run or a changed flow file."""
-    record = stored_run(engine.store, run_id)
+    record = _stored_run(engine.store, run_id)
     if record.status == "succeeded":
         raise InputError(f"run {run_id} already succeeded; there is nothing to resume", field="run_id")
     options = options or RunOptions.of_run(record)
@@ -112,26 +112,26 @@ async def resume(
     steps = engine.store.steps(run_id)
     supplied = _waiting_values(steps, values or {})
     done = sum(1 for step in steps if step.status in ("succeeded", "failed"))
-    finished = latest(steps, {"succeeded", "skipped"})
+    finished = _latest(steps, {"succeeded", "skipped"})
     return await engine.continue_run(record, plan, finished, options=options, supplied=supplied, steps_done=done)
 
 
-async def rerun(engine: Engine, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
+async def rerun_on(engine: Engine, run_id: str, from_node: str, *, options: RunOptions | None = None) -> RunResult:
     """A new run of `run_id`'s inputs on the flow file as it is now, reusing every step upstream of
     `from_node`."""
-    record = stored_run(engine.store, run_id)
+    record = _stored_run(engine.store, run_id)
     options = options or RunOptions.of_run(record)
     flow = load_flow(record.flow_path) if record.flow_path else _stored_flow(engine.store, record)
     plan = compile_flow(flow, options.models)
     if from_node not in plan.nodes:
         raise InputError(f"{from_node!r} is not a node of {record.flow}; nodes: {list(plan.nodes)}", field="from_node")
     again = plan.downstream(from_node)
-    steps = latest(engine.store.steps(run_id), {"succeeded", "skipped"})
+    steps = _latest(engine.store.steps(run_id), {"succeeded", "skipped"})
     reused = {path: step for path, step in steps.items() if _top_node(path) not in again}
     return await engine.run(plan, record.inputs, options=options, parent_run_id=run_id, finished=reused)
 
 
-def stored_run(store: Store, run_id: str) -> RunRecord:
+def _stored_run(store: Store, run_id: str) -> RunRecord:
     """The run `run_id` (InputError at `run_id` when the store has none)."""
     record = store.get_run(run_id)
     if record is None:
@@ -139,7 +139,7 @@ def stored_run(store: Store, run_id: str) -> RunRecord:
     return record
 
 
-def latest(steps: list[StepRecord], statuses: set[StepStatus]) -> dict[str, StepRecord]:
+def _latest(steps: list[StepRecord], statuses: set[StepStatus]) -> dict[str, StepRecord]:
     """The last step of each node path, kept when its status is in `statuses`."""
     last = {step.node: step for step in steps}
     return {path: step for path, step in last.items() if step.status in statuses}
@@ -172,7 +172,7 @@ def _top_node(path: str) -> str:
 
 def _waiting_values(steps: list[StepRecord], values: dict[str, Any]) -> dict[str, Any]:
     """`values`, each for a node the run waits on (InputError at `values.NODE` for another)."""
-    waiting = set(latest(steps, {"waiting"}))
+    waiting = set(_latest(steps, {"waiting"}))
     for node in values:
         if node not in waiting:
             where = f"; waiting: {sorted(waiting)}" if waiting else "; the run is not waiting for input"

@@ -199,7 +199,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
         stopped = manager.check_resumable(run_id).status
 
         async def begin(engine: Engine) -> Any:
-            return await runner.resume(engine, run_id, values=body.values)
+            return await runner.resume_on(engine, run_id, values=body.values)
 
         return await respond(manager, begin, body.mode, resuming=stopped, catalog=catalog)
 

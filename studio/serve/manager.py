@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from studio.errors import FlowError
 from studio.runtime.engine import DEFAULT_MAX_CONCURRENCY, Engine, RunResult
-from studio.runtime.runner import resume
+from studio.runtime.runner import resume_on
 from studio.serve.catalog import NotFound
 from studio.serve.events import Channel, Event, Key, last_key, replay, step_data
 from studio.serve.ledger import LeaseLost, ledger_for
@@ -349,7 +349,7 @@ class RunManager:
 
 def _resumer(run_id: str) -> Start:
     async def begin(engine: Engine) -> RunResult:
-        return await resume(engine, run_id)
+        return await resume_on(engine, run_id)
 
     return begin
 

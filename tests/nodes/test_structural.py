@@ -99,7 +99,7 @@ async def test_resume_skips_finished_map_items(tmp_path: Path) -> None:
     failed = await engine.run(compile_flow(load_flow(flow)), {"xs": ["a", "b", "c"]})
     assert failed.status == "failed"
     script.write_text("script:\n  - {reply: ok}\n")
-    resumed = await runner.resume(engine, failed.run_id)
+    resumed = await runner.resume_on(engine, failed.run_id)
     assert resumed.status == "succeeded" and resumed.outputs == {"rs": [{"r": "ok"}] * 3}
     calls = Counter(c.node for c in store.calls(failed.run_id))
     assert calls == {"m[0].g": 1, "m[1].g": 1, "m[2].g": 2}

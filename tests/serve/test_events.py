@@ -48,7 +48,7 @@ def starter(flow: str, inputs: dict[str, Any], extra_hook: Any = None) -> Any:
 
 def resume_starter(run_id: str, values: dict[str, Any]) -> Any:
     async def begin(engine: Engine) -> RunResult:
-        return await runner.resume(engine, run_id, values=values)
+        return await runner.resume_on(engine, run_id, values=values)
 
     return begin
 
