@@ -169,8 +169,8 @@ def test_a_node_added_on_the_chain_keeps_the_zoom_and_shows_near_the_selected_ca
         frame = canvas(page)
         _whole_rows(page)
         page.wait_for_timeout(300)
-        frame.get_by_test_id("node-c1").click(position={"x": 40, "y": 12})
-        sync_api.expect(page.get_by_role("heading", name="c1")).to_be_visible(timeout=WAIT_MS)
+        frame.get_by_test_id("node-c4").click(position={"x": 40, "y": 12})  # at 1024, beside it is the minimap
+        sync_api.expect(page.get_by_role("heading", name="c4")).to_be_visible(timeout=WAIT_MS)
         settled(page)
         if not frame.get_by_test_id("palette-item-text.template").is_visible():  # closed in a narrow frame
             frame.get_by_test_id("palette-toggle").click()
@@ -183,7 +183,9 @@ def test_a_node_added_on_the_chain_keeps_the_zoom_and_shows_near_the_selected_ca
         page.wait_for_timeout(500)  # the view's move, and the frame's resize after the Inspector's rerun
         smallest = frame.locator(".react-flow__node").first.evaluate(SMALLEST_TEXT)
         assert abs(_zoom(page) - before) < 1e-3 and smallest * _zoom(page) >= READABLE_PX, (before, _zoom(page))
-        assert _inside(added.bounding_box(), _pane(page))
+        box, minimap = added.bounding_box(), frame.locator(".react-flow__minimap").bounding_box()
+        assert _inside(box, _pane(page)) and box is not None and minimap is not None
+        assert box["x"] + box["width"] <= minimap["x"] or box["y"] + box["height"] <= minimap["y"]  # not under it
         _shot(page, f"{width}-added")
         page.close()
         for draft in flows.glob(".*.draft.yaml"):  # the next page opens the file, not this page's edits

@@ -105,11 +105,12 @@ interface Area {
 
 /**
  * A spot for a new node: the free one nearest `start` (the centre of the view, or beside the
- * selected node) that lies inside the `visible` part of the canvas; else the free one nearest it
+ * selected node) that lies inside the `visible` part of the canvas, not under the minimap (`hidden`);
+ * else the free one nearest it
  * (a big flow's rows leave no room between cards: beside the row's end); else the first free one
  * scanning right, then down (the view then widens or moves to show it).
  */
-function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): Position {
+function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null, hidden: Area | null = null): Position {
   const overlaps = (at: Position) =>
     nodes.some((n) => {
       const width = n.measured?.width ?? NEW_CARD.width;
@@ -121,9 +122,12 @@ function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): P
         n.position.y < at.y + ROOM.height + GAP
       );
     });
+  const underHidden = (at: Position) =>
+    hidden !== null &&
+    at.x < hidden.x + hidden.width && hidden.x < at.x + ROOM.width && at.y < hidden.y + hidden.height && hidden.y < at.y + ROOM.height;
   const inside = (at: Position) =>
     !visible ||
-    (at.x >= visible.x && at.y >= visible.y && at.x + ROOM.width <= visible.x + visible.width && at.y + ROOM.height <= visible.y + visible.height);
+    (at.x >= visible.x && at.y >= visible.y && at.x + ROOM.width <= visible.x + visible.width && at.y + ROOM.height <= visible.y + visible.height && !underHidden(at));
   const around = (steps: number) => {
     const near: Position[] = [];
     for (let row = -steps; row <= steps; row++) {
@@ -140,6 +144,15 @@ function freeSpot(start: Position, nodes: CanvasNode[], visible: Area | null): P
     }
   }
   return rounded(start);
+}
+
+/** Where the minimap covers the canvas, in flow coordinates (a new card is not put under it); null without one. */
+function minimapArea(flow: ReturnType<typeof useReactFlow<CanvasNode, Edge>>, pane: HTMLElement | null): Area | null {
+  const box = pane?.querySelector(".react-flow__minimap")?.getBoundingClientRect();
+  if (!box) return null;
+  const topLeft = flow.screenToFlowPosition({ x: box.left - GAP, y: box.top - GAP });
+  const bottomRight = flow.screenToFlowPosition({ x: box.right, y: box.bottom });
+  return { x: topLeft.x, y: topLeft.y, width: bottomRight.x - topLeft.x, height: bottomRight.y - topLeft.y };
 }
 
 /** The view moved as little as it takes to show `card` whole (a margin of `GAP` screen pixels), at its zoom. */
@@ -208,7 +221,11 @@ function Editor({ graph, queue, dark }: Props) {
       const zoom = flow.getZoom();
       const widened = zoom * Math.min((bottomRight.x - topLeft.x) / bounds.width, (bottomRight.y - topLeft.y) / bounds.height) * 0.98;
       if (widened >= Math.min(zoom, BIG_FLOW_ZOOM)) void flow.fitBounds(bounds, { padding: 0.02 });
-      else void flow.setViewport(shiftedTo({ x: at.x, y: at.y, ...ROOM }, flow.getViewport(), topLeft, bottomRight));
+      else {
+        const minimap = minimapArea(flow, pane.current);  // the card is moved into view left of it
+        const shown = minimap ? { x: Math.min(bottomRight.x, minimap.x), y: bottomRight.y } : bottomRight;
+        void flow.setViewport(shiftedTo({ x: at.x, y: at.y, ...ROOM }, flow.getViewport(), topLeft, shown));
+      }
     },
     [flow],
   );
@@ -236,7 +253,7 @@ function Editor({ graph, queue, dark }: Props) {
       const start = selected
         ? { x: selected.position.x + (selected.measured?.width ?? NEW_CARD.width) + GAP * 2, y: selected.position.y }
         : { x: centre.x - ROOM.width / 2, y: centre.y - ROOM.height / 2 };
-      const at = freeSpot(start, all, visible);
+      const at = freeSpot(start, all, visible, minimapArea(flow, pane.current));
       placeNode(type, at);
       widenTo(at, rect);
       lastAdded.current = { at, until: Date.now() + SETTLE_MS };
