@@ -30,7 +30,7 @@ import { SPECIAL_NODES, type Graph, type Position } from "./types";
 import { useGraphState } from "./useGraphState";
 import { useKeyboard } from "./useKeyboard";
 import { addedNode, droppedWire, NEW_CARD, newNodeId } from "./optimistic";
-import { BIG_FLOW_ZOOM, MIN_ZOOM } from "./fit";
+import { BIG_FLOW_ZOOM, MIN_ZOOM, READABLE_UP_TO } from "./fit";
 import { useOpeningView } from "./useOpeningView";
 import { useWheelZoom } from "./useWheelZoom";
 
@@ -206,8 +206,8 @@ function Editor({ graph, queue, dark }: Props) {
   /** The spot of the node last added from the palette, while the frame may still resize after it. */
   const lastAdded = useRef<{ at: Position; until: number } | null>(null);
   /** A new node's free spot can be off screen (a crowded flow): zoom out just enough to show it
-   * beside what was on screen, rather than move the view away from it; where that would make the
-   * cards unreadable (a big flow in rows), keep the zoom and move the view onto the new card. */
+   * beside what was on screen, rather than move the view away from it; where that would make a big
+   * flow's cards unreadable (its rows), keep the zoom and move the view onto the new card. */
   const widenTo = useCallback(
     (at: Position, rect: DOMRect) => {
       const topLeft = flow.screenToFlowPosition({ x: rect.left, y: rect.top });
@@ -220,7 +220,8 @@ function Editor({ graph, queue, dark }: Props) {
       const bounds = { x, y, width: Math.max(bottomRight.x, right) - x, height: Math.max(bottomRight.y, bottom) - y };
       const zoom = flow.getZoom();
       const widened = zoom * Math.min((bottomRight.x - topLeft.x) / bounds.width, (bottomRight.y - topLeft.y) / bounds.height) * 0.98;
-      if (widened >= Math.min(zoom, BIG_FLOW_ZOOM)) void flow.fitBounds(bounds, { padding: 0.02 });
+      const big = flow.getNodes().length > READABLE_UP_TO; // a small flow is shown whole, as it opens
+      if (!big || widened >= Math.min(zoom, BIG_FLOW_ZOOM)) void flow.fitBounds(bounds, { padding: 0.02 });
       else {
         const minimap = minimapArea(flow, pane.current);  // the card is moved into view left of it
         const shown = minimap ? { x: Math.min(bottomRight.x, minimap.x), y: bottomRight.y } : bottomRight;
