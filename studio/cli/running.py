@@ -199,7 +199,7 @@ def _worded(run_async: Coroutine[Any, Any, RunResult]) -> RunResult:
     except InputError as err:
         field = err.field or ""
         if field.startswith("values."):
-            raise InputError(f"--value {field.removeprefix('values.')}: {err.message}", field="--value") from None
+            raise InputError(err.message, field=f"--value {field.removeprefix('values.')}") from None
         if field in OPTIONS:
             raise InputError(err.message, file=err.file, field=OPTIONS[field]) from None
         raise
