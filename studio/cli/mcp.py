@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from studio.cli.common import db_option, friendly, http_client_options
+from studio.cli.common import db_option, durability_option, friendly, http_client_options
 
 
 @click.group()
@@ -26,6 +26,10 @@ def mcp() -> None:
     help="With http: the interface to bind; a non-loopback one needs --token-env.",
 )
 @http_client_options(within="With http: ")
+@durability_option(
+    "When a call's finished steps reach the store, for flows whose file names no `durability:`:"
+    " sync (default), async or exit (see `flowstudio run --help`)."
+)
 @db_option
 @friendly
 def serve(
@@ -36,6 +40,7 @@ def serve(
     token_env: str | None,
     allow_hosts: tuple[str, ...],
     max_body_bytes: int,
+    durability: str | None,
     db: str | None,
 ) -> None:
     """Expose each flow under PATH (a file or a folder) as an MCP tool; every call is a stored run.
@@ -55,7 +60,12 @@ def serve(
     token = read_token(token_env, host) if transport == "http" else None
     tools = mcp_server.load_tools(Path(path))
     folder = Path(path).resolve()
-    server = mcp_server.build_server(tools, db, folder if folder.is_dir() else folder.parent)
+    server = mcp_server.build_server(
+        tools,
+        db,
+        folder if folder.is_dir() else folder.parent,
+        durability,  # type: ignore[arg-type]  # click.Choice checked it
+    )
     if transport == "stdio":
         anyio.run(mcp_server.serve_stdio, server)
     else:

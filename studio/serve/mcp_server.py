@@ -19,8 +19,10 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from studio.errors import FlowError, InputError
-from studio.flow.spec import load_flow
+from studio.flow.spec import Durability, load_flow
 from studio.runtime.compiler import Plan, compile_flow
+from studio.runtime.durability import choose
+from studio.runtime.engine import RunOptions
 from studio.runtime.io_schema import flow_schema, inputs_schema
 from studio.runtime.runner import run_flow_async
 from studio.serve.schemas import check_inputs
@@ -84,11 +86,17 @@ def error_result(text: str, folder: Path) -> types.CallToolResult:
 
 
 async def call_flow(
-    tool: FlowTool, arguments: dict[str, Any], db: str | None, progress: Any, folder: Path | None = None
+    tool: FlowTool,
+    arguments: dict[str, Any],
+    db: str | None,
+    progress: Any,
+    folder: Path | None = None,
+    durability: Durability | None = None,
 ) -> types.CallToolResult:
     """Run the flow; finished steps are reported through `progress(done, total, message)`.
 
-    The arguments are checked strictly against the tool's published input schema first."""
+    The arguments are checked strictly against the tool's published input schema first.
+    `durability`: the mode of runs whose flow names none (`studio.runtime.durability`)."""
     folder = folder or tool.path.parent
     try:
         check_inputs(inputs_schema(tool.plan), arguments, field="arguments")
@@ -103,7 +111,8 @@ async def call_flow(
             sent.append(asyncio.ensure_future(progress(float(done[0]), total, message)))
 
     try:
-        result = await run_flow_async(tool.path, arguments, db=db, hooks=[on_step])
+        options = RunOptions(durability=choose(None, tool.plan.flow.spec.durability, durability))
+        result = await run_flow_async(tool.path, arguments, options=options, db=db, hooks=[on_step])
     except FlowError as err:
         return error_result(str(err), folder)
     finally:
@@ -119,9 +128,11 @@ async def call_flow(
     )
 
 
-def build_server(tools: dict[str, FlowTool], db: str | None, folder: Path | None = None) -> Server[Any]:
+def build_server(
+    tools: dict[str, FlowTool], db: str | None, folder: Path | None = None, durability: Durability | None = None
+) -> Server[Any]:
     """The MCP server: `tools/list` gives every flow, `tools/call` runs one (errors name files
-    relative to `folder`, the served folder)."""
+    relative to `folder`, the served folder; `durability` for flows that name no mode)."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[t.schema() for t in tools.values()])
@@ -131,7 +142,7 @@ def build_server(tools: dict[str, FlowTool], db: str | None, folder: Path | None
         if tool is None:
             text = f"no flow named {params.name!r}; flows: {sorted(tools)}"
             return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-        return await call_flow(tool, dict(params.arguments or {}), db, ctx.session.report_progress, folder)
+        return await call_flow(tool, dict(params.arguments or {}), db, ctx.session.report_progress, folder, durability)
 
     return Server("flowstudio", on_list_tools=list_tools, on_call_tool=call_tool)
 
