@@ -173,3 +173,22 @@ async def test_stores_without_group_commit_keep_the_steps_in_order(tmp_path: Pat
         assert store.get_run(result.run_id).steps == 4
     finally:
         store.close()
+
+
+class RefusingStore(MemoryStore):
+    """A store whose disk fills after two steps: every later step write fails."""
+
+    def finish_step(self, run_id: str, step: Any, calls: Any) -> None:
+        if len(self._steps[run_id]) >= 2:
+            raise OSError(28, "No space left on device")
+        super().finish_step(run_id, step, calls)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async", "exit"])
+async def test_a_step_the_store_refuses_ends_the_run_failed_not_running(mode: str) -> None:
+    store = RefusingStore()
+    plan = compile_flow(load_flow_text(FAN))
+    with pytest.raises(OSError, match="No space left"):
+        await Engine(store).run(plan, {}, options=RunOptions(durability=mode, cache=False))
+    run = store.query_runs()[0]
+    assert run.status == "failed" and "No space left on device" in (run.error or "")

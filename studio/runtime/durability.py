@@ -143,8 +143,13 @@ async def _write_all(recorder: Recorder, writes: list[Coroutine[Any, Any, None]]
     if recorder.in_order:
         await asyncio.gather(*writes)
         return
-    for write in writes:
-        await write
+    for number, write in enumerate(writes):
+        try:
+            await write
+        except BaseException:
+            for later in writes[number + 1 :]:
+                later.close()  # never started: the store refused the one before
+            raise
 
 
 def _unsettled(task: asyncio.Task[None]) -> bool:

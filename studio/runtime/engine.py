@@ -12,6 +12,7 @@ the studio app, and its errors name neutral fields (`values.NODE`) each caller w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import random
 import time
@@ -210,6 +211,8 @@ class _Graph:
         self.arrival: dict[str, int] = {}
         """Order in which nodes finished, for `gather_order() == "arrival"`."""
         self.failure: str | None = None
+        self.crash: Exception | None = None
+        """An error no node caught (the store refused a step): the run stops and the caller gets it."""
         self.waiting: list[str] = []
         self.semaphore = asyncio.Semaphore(shared.options.max_concurrency or shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
@@ -290,7 +293,7 @@ class _Graph:
         running = 0
         ready = [n for n, deps in waiting.items() if not deps]
         while ready or running:
-            if self.failure is None:
+            if self.failure is None and self.crash is None:
                 for node_id in ready:
                     task = asyncio.create_task(self._step(node_id, finished))
                     self.tasks.add(task)
@@ -307,11 +310,15 @@ class _Graph:
                 waiting[child].discard(node_id)
                 if not waiting[child]:
                     ready.append(child)
+        if self.crash is not None:
+            raise self.crash
 
     async def _step(self, node_id: str, finished: asyncio.Queue[str]) -> None:
         try:
             async with self.semaphore:
                 await self._run_node(self.plan.nodes[node_id])
+        except Exception as err:  # not a node's failure (those are steps): the first one stops the run
+            self.crash = self.crash or err
         finally:
             finished.put_nowait(node_id)
 
@@ -578,6 +585,10 @@ class Engine:
             self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
             self.emit("run_finished", run_id=run_id, status="cancelled")
             raise
+        except Exception as err:  # a write the store refused, or a bug: the run must not stay `running`
+            await flush_quietly(shared.writer)
+            self._stopped_by(run_id, err)
+            raise
         except BaseException:
             await flush_quietly(shared.writer)
             raise
@@ -591,11 +602,24 @@ class Engine:
             status, error = "waiting", f"waiting for input at {', '.join(graph.waiting)}"
         else:
             outputs = graph.outputs()
-        final = await shared.writer.end(run_id, status=status, outputs=outputs, error=error)
+        try:
+            final = await shared.writer.end(run_id, status=status, outputs=outputs, error=error)
+        except Exception as err:  # a step written in the background failed (`async`), or the end did
+            self._stopped_by(run_id, err)
+            raise
         self.emit("run_finished", run_id=run_id, status=status, run=final)
         # The caller gets the outputs as computed; the store (and so every trace and report) has them masked.
         kept = final.outputs if outputs is None else outputs
         return RunResult(final.run_id, final.status, kept, final.error, final.tokens, final.cost_usd, shared.summaries)
+
+    def _stopped_by(self, run_id: str, err: Exception) -> None:
+        """End a run an error stopped as `failed`, saying why, as far as the store still takes writes
+        (the caller gets the error itself)."""
+        with contextlib.suppress(Exception):
+            self.store.finish_run(
+                run_id, status="failed", outputs=None, error=f"stopped by {type(err).__name__}: {err}"
+            )
+        self.emit("run_finished", run_id=run_id, status="failed")
 
     def run_sync(self, plan: Plan, inputs: dict[str, Any], **kwargs: Any) -> RunResult:
         """A thin synchronous wrapper over `run`."""
