@@ -98,7 +98,7 @@ async def test_retry_errors_runs_exactly_the_failed_examples_again(tmp_path: Pat
 
 
 async def test_an_optimizer_search_through_the_faults_loses_nothing(tmp_path: Path, simulator: list[Simulator]) -> None:
-    sim = Simulator(Schedule(rate=100, burst=5, fail=0.1, slow=0.03, slow_s=5, seed=11))
+    sim = Simulator(Schedule(rate=40, burst=2, fail=0.1, slow=0.03, slow_s=5, seed=11))
     simulator.append(sim)
     flow, data = echo(tmp_path, sim, 16)
     options = OptimizeOptions(
