@@ -125,7 +125,8 @@ def test_blame_progress_budget_words_blame_header_and_batch_form(
             shot(page, "6-budget-refused-1024")
             offer.click()
             expect(refusal).to_have_count(0, timeout=WAIT_MS)
-            expect(page.get_by_text(re.compile(rf"of {needed} calls"))).to_be_visible(timeout=WAIT_MS)
+            progress = page.get_by_test_id("stProgress").get_by_text(re.compile(rf"of {needed} calls"))
+            expect(progress).to_be_visible(timeout=WAIT_MS)
             shot(page, "7-search-with-that-budget-1024")
         finally:
             page.close()
