@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from studio.errors import InputError, SpecError
@@ -244,6 +245,48 @@ def test_a_misspelt_model_alias_is_refused_by_run_and_the_console_script(tmp_pat
     assert refused.stdout == ""
     right = subprocess.run([*console[:-1], f"default={swap}"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert right.returncode == 0 and "category: billing" in right.stdout
+
+
+def test_the_package_takes_a_durability_mode_in_run_the_console_script_and_serve(tmp_path: Path) -> None:
+    from studio.store import open_store
+
+    done = export_flow(FLOWS / "ticket-triage.yaml", tmp_path / "triage")
+    env = {**os.environ, "PYTHONPATH": str(done.out)}
+    swap = f"default=scripted/{SCRIPTS / 'triage.yaml'}"
+    db = tmp_path / "runs.db"
+    code = (
+        "import sys\n"
+        "from ticket_triage import run\n"
+        "run(ticket='refund me', models={'default': sys.argv[1].split('=', 1)[1]}, db=sys.argv[2], durability='exit')\n"
+    )
+    _run([sys.executable, "-c", code, swap, db], tmp_path, env)
+    console = [sys.executable, "-m", "ticket_triage", "--input", "ticket=refund me", "--model", swap, "--db", db]
+    _run([*console, "--durability", "async"], tmp_path, env)
+    store = open_store(db)
+    try:
+        modes = sorted(run.options["durability"] for run in store.query_runs())
+    finally:
+        store.close()
+    assert modes == ["async", "exit"]
+    refused = subprocess.run([*map(str, console), "--durability", "later"], env=env, capture_output=True, text=True)
+    assert refused.returncode == 2 and "invalid choice: 'later'" in refused.stderr
+    odd = export_flow(_odd_flow(tmp_path), tmp_path / "odd", name="odd")
+    served_db = tmp_path / "served.db"
+    serve = [sys.executable, "-m", "odd", "serve", "--port", "0", "--db", str(served_db), "--durability", "exit"]
+    server = subprocess.Popen(serve, env={**env, "PYTHONPATH": str(odd.out)}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().split(" at ", 1)[1].split()[0]
+        answer = httpx.post(f"{url}/flows/odd-text/runs", json={"inputs": {"text": "hi", "nums": [1]}}, timeout=60)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert answer.status_code == 200 and answer.json()["outputs"]["loud"] == "HI X3!"
+    store = open_store(served_db)
+    try:
+        assert store.get_run(answer.json()["run_id"]).options["durability"] == "exit"  # type: ignore[union-attr]
+    finally:
+        store.close()
 
 
 def test_the_console_scripts_help_lists_serve(tmp_path: Path) -> None:

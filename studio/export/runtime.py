@@ -23,14 +23,14 @@ from pydantic import BaseModel, ValidationError
 from studio import secrets
 from studio.errors import FlowError, InputError
 from studio.flow import paths
-from studio.flow.spec import load_flow
+from studio.flow.spec import DURABILITIES, Durability, load_flow
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine, RunOptions, RunResult
 from studio.store import MemoryStore, open_store
 from studio.store.base import Store
 from studio.types import value_from_text
 
-__all__ = ["FlowFailed", "RunResult", "check_models", "console", "outputs_of", "run_embedded"]
+__all__ = ["Durability", "FlowFailed", "RunResult", "check_models", "console", "outputs_of", "run_embedded"]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "waiting": 3}
 EXIT_BAD_INPUT = 2
@@ -71,20 +71,26 @@ async def run_embedded(
     *,
     models: Mapping[str, str] | None = None,
     db: str | Path | None = None,
+    durability: Durability | None = None,
 ) -> RunResult:
     """Run a flow file and return its run record; a failing node fails the run, not the call.
 
     `models` swaps model aliases (ALIAS → model string), like `flowstudio run --model`.
     The run is recorded in memory unless `db` names a SQLite file (then `flowstudio runs`,
-    `trace` and `resume --db` can read it). Raises FlowError for inputs the flow refuses.
+    `trace` and `resume --db` can read it); `durability` is when its steps reach that file
+    (`sync`, `async` or `exit`, like `flowstudio run --durability`; default: the flow's, else
+    `sync`). Raises FlowError for inputs the flow refuses.
     """
+    if durability is not None and durability not in DURABILITIES:
+        raise InputError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}", field="durability")
     overrides = dict(models or {})
     check_models(flow_file, overrides)
     plan = _plan(str(Path(flow_file).resolve()), tuple(sorted(overrides.items())))
     store: Store = open_store(db) if db is not None else MemoryStore()
     try:
         with paths.rooted(package_root(Path(flow_file).resolve()), force=True):
-            return await Engine(store).run(plan, dict(inputs), options=RunOptions(models=overrides))
+            options = RunOptions(models=overrides, durability=durability)
+            return await Engine(store).run(plan, dict(inputs), options=options)
     finally:
         store.close()
 
@@ -128,7 +134,8 @@ def console(
         values = inputs_model.model_validate(given).model_dump(exclude_defaults=True)
         models = dict(_pairs(parser, args.model, "--model"))
         check_models(flow_file, models, "--model")
-        result = asyncio.run(run_embedded(flow_file, values, models=models, db=args.db))
+        run = run_embedded(flow_file, values, models=models, db=args.db, durability=args.durability)
+        result = asyncio.run(run)
     except ValidationError as err:
         print(f"error: {_first_problem(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -175,6 +182,12 @@ def _parser(prog: str, inputs_model: type[BaseModel]) -> argparse.ArgumentParser
         help="Swap a model alias, e.g. default=scripted/s.yaml.",
     )
     parser.add_argument("--db", metavar="PATH", help="Record the run in this SQLite file (default: in memory).")
+    parser.add_argument(
+        "--durability",
+        choices=DURABILITIES,
+        help="When finished steps reach --db: sync (each before its dependents), async (in the background,"
+        " all before the run ends) or exit (all at the end). Default: the flow's, else sync.",
+    )
     parser.add_argument("--json", action="store_true", help="Print the run as JSON for scripts.")
     return parser
 

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from studio.errors import FlowError
+from studio.export.runtime import package_root
+from studio.flow import paths
+from studio.flow.spec import DURABILITIES
 from studio.serve import DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_RUNS, DEFAULT_PORT
 
 EXIT_BAD_INPUT = 2
@@ -47,22 +50,30 @@ def console(flow_file: str | Path, *, prog: str, argv: Sequence[str] | None = No
     parser.add_argument(
         "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="Largest request body (413 above)."
     )
+    parser.add_argument(
+        "--durability",
+        choices=DURABILITIES,
+        help="When a run's finished steps reach the store: sync (default; each before its dependents),"
+        " async (in the background, all before the run ends) or exit (all at the end).",
+    )
     args = parser.parse_args(argv)
     if args.max_concurrency < 1 or args.max_body_bytes < 1:
         parser.error("--max-concurrency and --max-body-bytes must be at least 1")
     try:
-        serve(
-            flow_file,
-            host=args.host,
-            port=args.port,
-            db=args.db,
-            token_env=args.token_env,
-            max_concurrency=args.max_concurrency,
-            allow_hosts=tuple(args.allow_host),
-            allow_models=tuple(args.allow_model),
-            max_body_bytes=args.max_body_bytes,
-            announce=lambda line: print(line, flush=True),
-        )
+        with paths.rooted(package_root(Path(flow_file).resolve()), force=True):  # sub-flows stay in the package
+            serve(
+                flow_file,
+                host=args.host,
+                port=args.port,
+                db=args.db,
+                token_env=args.token_env,
+                max_concurrency=args.max_concurrency,
+                allow_hosts=tuple(args.allow_host),
+                allow_models=tuple(args.allow_model),
+                max_body_bytes=args.max_body_bytes,
+                announce=lambda line: print(line, flush=True),
+                durability=args.durability,
+            )
     except FlowError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
