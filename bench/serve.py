@@ -1,16 +1,20 @@
-"""Serving throughput: `flowstudio serve` against Prompt flow's `pf flow serve`, same run.
+"""Serving throughput: `flowstudio serve` in each durability mode against Prompt flow's `pf flow serve`.
 
 The flow is three steps (a template, a model answering a fixed reply, a template):
 bench/flows/serve-three.yaml on Flowstudio (the scripted model, LLM cache off, every run
-recorded in SQLite: on disk, and again with the store in /dev/shm) and bench/flows/serve-promptflow/ on Prompt flow (three Python tools,
-nothing recorded). Each server runs in its own process on 127.0.0.1; one client process
-(httpx, asyncio) sends POSTs at concurrency 1, 16 and 64 and measures requests per second
-and the p50/p95 latency of each request. Prompt flow is measured with its default engine
-(flask) and with `--engine fastapi`.
+recorded in SQLite on disk, `synchronous=FULL`) and bench/flows/serve-promptflow/ on Prompt flow
+(three Python tools, nothing recorded). Each server runs in its own process on 127.0.0.1; one
+client process (httpx, asyncio) sends `wait`-mode POSTs at concurrency 1, 16 and 64 and measures
+requests per second and the p50/p95 latency of each request.
+
+The servers are measured in turns, A B C D A B C D ...: each round starts Flowstudio once per
+durability mode (`sync`, `async`, `exit`) and Prompt flow once per engine (flask, its default;
+`--engines flask,fastapi` adds uvicorn's), so every ratio compares figures taken in the same
+minutes. Figures are medians over the rounds; ratios are Flowstudio's over Prompt flow's.
 
 Run:
     bash bench/setup_promptflow.sh              # once: promptflow in bench/.venv-promptflow
-    .venv/bin/python bench/serve.py [--requests 400] [--no-promptflow]
+    .venv/bin/python bench/serve.py [--rounds 3] [--requests 400] [--no-promptflow] [--workers N]
 Prints one JSON object (and a markdown table on stderr).
 """
 
@@ -40,9 +44,6 @@ FLOW = ROOT / "bench" / "flows" / "serve-three.yaml"
 PF_FLOW = ROOT / "bench" / "flows" / "serve-promptflow"
 PF = ROOT / "bench" / ".venv-promptflow" / "bin" / "pf"
 LEVELS = (1, 16, 64)
-SHM = Path("/dev/shm")
-"""Flowstudio is measured twice: its store on disk (every step fsynced: the real figure) and in
-RAM (fsync is free there), which separates the disk's share from the server's own."""
 EXPECTED = "A SCRIPTED HEADLINE!"
 
 
@@ -93,13 +94,14 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 180)
     raise RuntimeError(f"{url} not ready after {timeout} s")
 
 
-def start_flowstudio(db: Path, name: str = "flowstudio") -> Target:
+def start_flowstudio(db: Path, mode: str = "sync", workers: int = 1) -> Target:
     port = free_port()
     command = [str(FLOWSTUDIO), "serve", str(FLOW), "--port", str(port), "--db", str(db), "--max-concurrency", "64"]
+    command += ["--durability", mode] + (["--workers", str(workers)] if workers > 1 else [])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/healthz", process)
-    return Target(name, url, "/flows/serve-three/runs", process)
+    return Target(f"flowstudio-{mode}", url, "/flows/serve-three/runs", process)
 
 
 def start_promptflow(engine: str, home: Path) -> Target:
@@ -120,34 +122,70 @@ def start_promptflow(engine: str, home: Path) -> Target:
     return Target(f"promptflow-{engine}", url, "/score", process)
 
 
+class Connection:
+    """One keep-alive HTTP/1.1 connection that sends prepared POSTs and reads their answers: a
+    client light enough that the server, not the client, is what a level measures (httpx spent
+    more CPU per request than the servers did, and the machine has two cores)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nContent-Type: application/json\r\n"
+        self.writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        lines = (await self.reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = dict(line.lower().split(": ", 1) for line in lines[1:] if ": " in line)
+        answer = await self.reader.readexactly(int(headers.get("content-length", "0")))
+        if headers.get("connection") == "close" or lines[0].startswith("HTTP/1.0"):
+            self.close()
+        return status, answer
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
 async def level(target: Target, concurrency: int, total: int) -> dict[str, Any]:
     """`total` requests with `concurrency` in flight; latency of each, throughput of all."""
     latencies: list[float] = []
     samples: list[str] = []
     errors = 0
     counter = iter(range(total))
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=target.url, timeout=120, limits=limits) as client:
+    url = httpx.URL(target.url)
+    host, port = url.host, url.port or 80
 
-        async def worker() -> None:
-            nonlocal errors
+    async def worker() -> None:
+        nonlocal errors
+        connection = Connection(host, port)
+        try:
             for n in counter:
+                body = json.dumps(target.body(n)).encode()
                 start = time.perf_counter()
                 problem = None
                 try:
-                    answer = await client.post(target.path, json=target.body(n))
-                    if answer.status_code != 200 or target.headline(answer.json()) != EXPECTED:
-                        problem = f"{answer.status_code}: {answer.text[:200]}"
-                except (httpx.HTTPError, KeyError, ValueError) as err:
+                    status, answer = await connection.post(target.path, body)
+                    if status != 200 or target.headline(json.loads(answer)) != EXPECTED:
+                        problem = f"{status}: {answer[:200]!r}"
+                except (OSError, asyncio.IncompleteReadError, KeyError, ValueError) as err:
                     problem = f"{type(err).__name__}: {err}"
+                    connection.close()
                 latencies.append(time.perf_counter() - start)
                 if problem is not None:
                     errors += 1
                     samples.append(problem)
+        finally:
+            connection.close()
 
-        began = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        wall = time.perf_counter() - began
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    wall = time.perf_counter() - began
     latencies.sort()
     return {
         "concurrency": concurrency,
@@ -177,6 +215,25 @@ def ratios(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dic
     ]
 
 
+def medians(rounds: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per level: the median of each figure over the rounds, errors summed."""
+    rows = []
+    for index, first in enumerate(rounds[0]):
+        same = [measured[index] for measured in rounds]
+        rows.append(
+            {
+                "concurrency": first["concurrency"],
+                "requests": first["requests"],
+                "errors": sum(r["errors"] for r in same),
+                "rps": round(statistics.median(r["rps"] for r in same), 1),
+                "p50_ms": round(statistics.median(r["p50_ms"] for r in same), 2),
+                "p95_ms": round(statistics.median(r["p95_ms"] for r in same), 2),
+                "rps_each_round": [r["rps"] for r in same],
+            }
+        )
+    return rows
+
+
 def promptflow_version() -> str | None:
     python = PF.parent / "python"
     code = "import importlib.metadata as m; print(m.version('promptflow'))"
@@ -196,43 +253,53 @@ def table(result: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="Turns of every server (figures are medians).")
     parser.add_argument("--requests", type=int, default=400, help="Requests per level (a quarter at concurrency 1).")
     parser.add_argument("--no-promptflow", action="store_true", help="Measure Flowstudio only.")
-    parser.add_argument("--engines", default="flask,fastapi", help="Prompt flow engines to measure.")
+    parser.add_argument("--engines", default="flask", help="Prompt flow engines to measure (flask,fastapi).")
+    parser.add_argument("--modes", default="sync,async,exit", help="Flowstudio durability modes to measure.")
+    parser.add_argument("--workers", type=int, default=1, help="flowstudio serve --workers.")
     args = parser.parse_args()
+    engines = [] if args.no_promptflow else args.engines.split(",")
+    if engines and not PF.exists():
+        sys.exit("bench/.venv-promptflow is missing: bash bench/setup_promptflow.sh (or --no-promptflow)")
+    runs: dict[str, list[list[dict[str, Any]]]] = {}
+    loads = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        for number in range(args.rounds):
+            for mode in args.modes.split(","):
+                target = start_flowstudio(Path(tmp) / f"{mode}-{number}.db", mode, args.workers)
+                _measure_into(runs, target, args.requests)
+            for engine in engines:
+                _measure_into(runs, start_promptflow(engine, Path(tmp)), args.requests)
+            loads.append(os.getloadavg()[0])
+    servers = {name: medians(rounds) for name, rounds in runs.items()}
     result: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "flow": "template -> scripted model -> template",
-        "servers": {},
+        "rounds": args.rounds,
+        "workers": args.workers,
+        "load_average": [round(load, 1) for load in loads],
+        "servers": servers,
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        target = start_flowstudio(Path(tmp) / "runs.db")
-        try:
-            result["servers"]["flowstudio"] = measure(target, args.requests)
-        finally:
-            target.stop()
-        if SHM.is_dir():
-            with tempfile.TemporaryDirectory(dir=SHM) as memory:
-                target = start_flowstudio(Path(memory) / "runs.db", "flowstudio-store-in-ram")
-                try:
-                    result["servers"][target.name] = measure(target, args.requests)
-                finally:
-                    target.stop()
-        if not args.no_promptflow:
-            if not PF.exists():
-                sys.exit("bench/.venv-promptflow is missing: bash bench/setup_promptflow.sh (or --no-promptflow)")
-            result["promptflow"] = promptflow_version()
-            for engine in args.engines.split(","):
-                target = start_promptflow(engine, Path(tmp))
-                try:
-                    result["servers"][target.name] = measure(target, args.requests)
-                finally:
-                    target.stop()
-                result[f"ratio_vs_{target.name}"] = ratios(
-                    result["servers"]["flowstudio"], result["servers"][target.name]
-                )
+    if engines:
+        result["promptflow"] = promptflow_version()
+        result["ratios"] = {
+            f"{ours} / {theirs}": ratios(servers[ours], servers[theirs])
+            for ours in servers
+            if ours.startswith("flowstudio")
+            for theirs in servers
+            if theirs.startswith("promptflow")
+        }
     print(json.dumps(result, indent=2))
     print(table(result), file=sys.stderr)
+
+
+def _measure_into(runs: dict[str, list[list[dict[str, Any]]]], target: Target, requests: int) -> None:
+    try:
+        runs.setdefault(target.name, []).append(measure(target, requests))
+    finally:
+        target.stop()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from studio import secrets
 from studio.errors import NodeError, OutputError, TemplateError
@@ -531,7 +531,7 @@ def _check_typed(ports: Mapping[str, PortType], values: Mapping[str, Any]) -> No
         if port.name == "any" or values.get(name) is None:
             continue
         try:
-            TypeAdapter(port.python()).validate_python(values[name])
+            port.adapter().validate_python(values[name])
         except ValidationError as err:
             problem = err.errors(include_url=False)[0]
             where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in problem["loc"])

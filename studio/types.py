@@ -7,13 +7,17 @@ annotations of the node's pydantic models.
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 import typing
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import TypedDict
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
 
 _SCALARS: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool, "dict": dict}
 
@@ -57,8 +61,20 @@ class PortType:
             base = _SCALARS[self.name]
         return base | None if self.optional else base
 
+    def adapter(self) -> TypeAdapter[Any]:
+        """The pydantic adapter of `python()`, built once per port type (building one costs far
+        more than a validation)."""
+        return _adapter(self)
+
 
 ANY = PortType("any")
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(port: PortType) -> TypeAdapter[Any]:
+    from pydantic import TypeAdapter  # pydantic loads when a value is first checked, not on import
+
+    return TypeAdapter(port.python())
 
 
 def parse_type(text: str) -> PortType:

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import click
 import jsonschema
 import pytest
 
@@ -127,10 +128,14 @@ def test_example_flows_are_already_formatted(cli: CLI) -> None:
 
 
 def test_help_of_every_command_has_an_example_and_is_in_the_readme(cli: CLI) -> None:
-    from studio.cli import main
+    from studio.cli import COMMANDS, main
 
     readme = (ROOT / "README.md").read_text()
-    for name, command in main.commands.items():
+    names = main.list_commands(click.Context(main))
+    assert names == sorted(COMMANDS) and len(names) > 20
+    for name in names:
+        command = main.get_command(click.Context(main), name)
+        assert command is not None and command.name == name, name
         assert f"flowstudio {name}" in readme, name
         assert command.help, name
         if not hasattr(command, "commands"):

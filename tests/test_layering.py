@@ -47,6 +47,20 @@ def test_cold_imports_stay_light() -> None:
     assert out.strip() == "[]"
 
 
+def test_a_command_imports_only_its_own_module() -> None:
+    code = (
+        "import sys\n"
+        "from studio.cli import main\n"
+        "try:\n"
+        "    main(['validate', 'flows/ticket-triage.yaml'])\n"
+        "except SystemExit as done:\n"
+        "    assert done.code == 0, done.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('studio.cli.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.splitlines()[-1] == "['studio.cli.common', 'studio.cli.flows', 'studio.cli.hardening']"
+
+
 def _circles(graph: grimp.ImportGraph) -> list[set[str]]:
     """Groups of modules that import each other, directly or not (Tarjan's strongly connected components)."""
     index: dict[str, int] = {}

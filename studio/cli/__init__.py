@@ -9,29 +9,44 @@ from __future__ import annotations
 
 import click
 
-from studio.cli import (
-    blame,
-    cascade,
-    database,
-    evaluate,
-    export,
-    flows,
-    importing,
-    index,
-    launch,
-    mcp,
-    models,
-    optimize,
-    reviews,
-    running,
-    runs,
-    serve,
-    versions,
-)
 from studio.cli.hardening import GuardedGroup
 
+COMMANDS = {
+    "validate": "flows:validate",
+    "fmt": "flows:fmt",
+    "schema": "flows:schema",
+    "run": "running:run",
+    "resume": "running:resume",
+    "rerun": "running:rerun",
+    "runs": "runs:runs",
+    "trace": "runs:trace",
+    "models": "models:models",
+    "batch": "evaluate:batch",
+    "experiments": "evaluate:experiments",
+    "optimize": "optimize:optimize",
+    "blame": "blame:blame",
+    "studio": "launch:studio",
+    "index": "index:index",
+    "export": "export:export",
+    "mcp": "mcp:mcp",
+    "serve": "serve:serve",
+    "db": "database:db_group",
+    "import": "importing:import_group",
+    "publish": "versions:publish",
+    "versions": "versions:versions",
+    "tag": "versions:tag",
+    "untag": "versions:untag",
+    "diff": "versions:diff",
+    "promote": "versions:promote",
+    "review": "reviews:review",
+    "dataset": "reviews:dataset",
+    "cascade": "cascade:cascade_group",
+}
+"""Each command, as `MODULE:ATTRIBUTE` under `studio.cli`: imported when it is called (or listed
+by `--help`), so `flowstudio validate` loads the validate command's module and not the others'."""
 
-@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(cls=GuardedGroup, lazy=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="flowstudio")
 def main() -> None:
     """Build, run and trace LLM workflows written as YAML flows.
@@ -40,37 +55,4 @@ def main() -> None:
     """
 
 
-for command in (
-    flows.validate,
-    flows.fmt,
-    flows.schema,
-    running.run,
-    running.resume,
-    running.rerun,
-    runs.runs,
-    runs.trace,
-    models.models,
-    evaluate.batch,
-    evaluate.experiments,
-    optimize.optimize,
-    blame.blame,
-    launch.studio,
-    index.index,
-    export.export,
-    mcp.mcp,
-    serve.serve,
-    database.db_group,
-    importing.import_group,
-    versions.publish,
-    versions.versions,
-    versions.tag,
-    versions.untag,
-    versions.diff,
-    versions.promote,
-    reviews.review,
-    reviews.dataset,
-    cascade.cascade_group,
-):
-    main.add_command(command)
-
-__all__ = ["main"]
+__all__ = ["COMMANDS", "main"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -20,9 +21,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class GuardedGroup(click.Group):
     """The `flowstudio` group: an argument with a NUL byte is one line and exit 2, never a traceback.
-
     (click's Path type hands such a name to `os.stat`, which raises ValueError before any command runs.)
+
+    Its commands are `lazy`: NAME → `MODULE:ATTRIBUTE` under `studio.cli`, each module imported
+    when its command is called or listed.
     """
+
+    def __init__(self, *args: Any, lazy: dict[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command's name, sorted (as click lists them)."""
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command `cmd_name`, importing its module the first time."""
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, attribute = self.lazy[cmd_name].split(":")
+            command = getattr(importlib.import_module(f"studio.cli.{module}"), attribute)
+            assert isinstance(command, click.Command), self.lazy[cmd_name]
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

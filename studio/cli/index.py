@@ -34,11 +34,10 @@ def index(directory: str, table: str, db: str, chunk_chars: int, as_json: bool) 
     """
     import re
 
-    import sqlite_utils
-
     from nodes.retrieve_fts import index_directory
     from studio.errors import InputError
     from studio.flow.paths import PathRefused
+    from studio.store.light import sqlite_utils
 
     if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", table):
         raise InputError(f"table name {table!r} must be letters, digits and underscores", field="--table")

@@ -303,12 +303,12 @@ def _accepts_any_input(node: Node) -> bool:
 
 
 def _apply_overrides(flow: Flow, overrides: Mapping[str, str]) -> dict[str, ModelSpec]:
-    from studio.models.scripted import trust_user_models
-
     models = dict(flow.spec.models)
     for alias, model in overrides.items():
         if alias in models and models[alias].model == model:
             continue
+        from studio.models.scripted import trust_user_models  # loaded only when a model is swapped
+
         trust_user_models([model])  # the caller's own path; a flow file's stays under the project root
         base = models.get(alias)
         settings = base.model_dump(exclude_unset=True, exclude={"model", "script"}) if base else {}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from studio.errors import NOT_RETRIED, FlowError, InputError, NodeError
 from studio.flow import paths, templates
@@ -156,7 +156,7 @@ def prepare_inputs(plan: Plan, given: dict[str, Any]) -> dict[str, Any]:
             values[name] = spec.default
             continue
         try:
-            values[name] = TypeAdapter(plan.input_types[name].python()).validate_python(given[name])
+            values[name] = plan.input_types[name].adapter().validate_python(given[name])
         except ValidationError as err:
             message = err.errors(include_url=False)[0]["msg"]
             raise InputError(

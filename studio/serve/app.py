@@ -240,7 +240,7 @@ async def respond(
         return JSONResponse({"run_id": run_id}, status_code=202)
     if queue is not None:
         return sse(run.events(queue))
-    answer = {**(await run.result()).as_json(), "version": manager.get(run_id).version}
+    answer = {**(await run.result()).as_json(), "version": run.version}
     if catalog is not None and isinstance(answer.get("error"), str):
         answer["error"] = catalog.relative(answer["error"])
     return JSONResponse(answer)

@@ -69,11 +69,14 @@ class RunTask:
     channel: Channel = field(default_factory=Channel)
     started: asyncio.Future[str] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     task: asyncio.Task[RunResult] | None = None
+    version: str | None = None
+    """The version the run records (set as it starts)."""
 
     def hook(self, *, event: str, **details: Any) -> None:
         """Relay the engine's events to the channel (the engine calls every hook with keywords)."""
         if event == "run_started":
             run_id = details["run_id"]
+            self.version = details["run"].version
             self._start(run_id, details["plan"].flow.spec.name)
             self.manager.active[run_id] = self
             if self.mode == "background":
@@ -172,8 +175,10 @@ class RunManager:
     async def _settle(self, run: RunTask) -> None:
         """A cancelled run: its recorded ids committed first (the engine recorded the cancel
         outside the group writer), then its closing events, numbered as a replay numbers them."""
-        record = self.store.get_run(run.channel.run_id) if run.channel.run_id is not None else None
-        if record is None or record.status != "cancelled" or not run.channel.listeners:
+        if not run.channel.listeners or run.channel.run_id is None:
+            return  # nobody to tell (a `wait` run, a stream whose client left)
+        record = self.store.get_run(run.channel.run_id)
+        if record is None or record.status != "cancelled":
             return
         await asyncio.shield(self.ledger.flush())
         run.finish()

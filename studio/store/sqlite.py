@@ -13,8 +13,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from studio.store.base import (
     CallRecord,
     ExperimentRecord,
@@ -28,6 +26,7 @@ from studio.store.base import (
 from studio.store.feedback import SQLiteFeedback
 from studio.store.feedback import migrate as _migrate_v6
 from studio.store.group import GroupWriter, Write
+from studio.store.light import sqlite_utils
 from studio.store.rows import (
     CACHED_STATEMENTS,
     COLUMNS,
