@@ -61,6 +61,13 @@ def mask(value: Any) -> Any:
     return _mask(value, sorted(_known, key=len, reverse=True))
 
 
+def masked_copy(value: Any) -> Any:
+    """A copy of a JSON-like value (new dicts and lists all the way down; strings and numbers are
+    immutable) with every remembered secret masked: what a store keeps of a value handed to it, so
+    that neither a later change by the caller nor a secret reaches what it stores."""
+    return _mask(value, sorted(_known, key=len, reverse=True))
+
+
 def _mask(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
         for secret in secrets:

@@ -216,13 +216,20 @@ class _Graph:
         self.waiting: list[str] = []
         self.semaphore = asyncio.Semaphore(shared.options.max_concurrency or shared.engine.max_concurrency)
         self.tasks: set[asyncio.Task[None]] = set()
+        self.clients: dict[str, ModelClient] = {}
+        """This plan's clients by alias (looked up once: a key costs a serialisation)."""
+        self.flow_dir = plan.flow.base_dir
+        """The flow's folder, once (a flow read from text is in the working directory: a system call)."""
 
     def client(self, alias: str) -> ModelClient:
-        spec, base_dir = self.plan.models[alias], self.plan.flow.base_dir
-        key = (spec.model_dump_json(), str(base_dir))
-        if key not in self.shared.clients:
-            self.shared.clients[key] = client_for(spec, base_dir)
-        return self.shared.clients[key]
+        """The alias' client: one per model setting and folder in a run (sub-flows share them)."""
+        if alias not in self.clients:
+            spec = self.plan.models[alias]
+            key = (spec.model_dump_json(), str(self.flow_dir))
+            if key not in self.shared.clients:
+                self.shared.clients[key] = client_for(spec, self.flow_dir)
+            self.clients[alias] = self.shared.clients[key]
+        return self.clients[alias]
 
     def value(self, ref: Ref) -> Any:
         if ref.node == FLOW_INPUTS:
@@ -414,7 +421,7 @@ class _Graph:
         ctx = NodeContext(
             run_id=self.shared.run.run_id,
             node_id=path,
-            flow_dir=self.plan.flow.base_dir,
+            flow_dir=self.flow_dir,
             llm=self._llm(node, path, calls),
             attempt=attempt,
             call_flow=functools.partial(self.call_flow, path),
@@ -428,7 +435,8 @@ class _Graph:
         )
         try:
             with templates.time_limit(node.timeout_s):
-                outputs: BaseModel = await asyncio.wait_for(node.node.run(inputs, ctx), node.timeout_s)
+                async with asyncio.timeout(node.timeout_s):  # in this task: wait_for would start another
+                    outputs: BaseModel = await node.node.run(inputs, ctx)
         except TimeoutError:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
