@@ -65,7 +65,17 @@ def masked_copy(value: Any) -> Any:
     """A copy of a JSON-like value (new dicts and lists all the way down; strings and numbers are
     immutable) with every remembered secret masked: what a store keeps of a value handed to it, so
     that neither a later change by the caller nor a secret reaches what it stores."""
+    if not _known:
+        return _copy(value)
     return _mask(value, sorted(_known, key=len, reverse=True))
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copy(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy(item) for item in value]
+    return value
 
 
 def _mask(value: Any, secrets: list[str]) -> Any:
