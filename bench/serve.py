@@ -4,7 +4,8 @@ The flow is three steps (a template, a model answering a fixed reply, a template
 bench/flows/serve-three.yaml on Flowstudio (the scripted model, LLM cache off, every run
 recorded in SQLite on disk, `synchronous=FULL`) and bench/flows/serve-promptflow/ on Prompt flow
 (three Python tools, nothing recorded). Each server runs in its own process on 127.0.0.1; one
-client process (httpx, asyncio) sends `wait`-mode POSTs at concurrency 1, 16 and 64 and measures
+client process (asyncio, one raw keep-alive HTTP/1.1 connection per request in flight: httpx cost
+more CPU than either server) sends `wait`-mode POSTs at concurrency 1, 16 and 64 and measures
 requests per second and the p50/p95 latency of each request.
 
 The servers are measured in turns, A B C D A B C D ...: each round starts Flowstudio once per
@@ -14,7 +15,7 @@ minutes. Figures are medians over the rounds; ratios are Flowstudio's over Promp
 
 Run:
     bash bench/setup_promptflow.sh              # once: promptflow in bench/.venv-promptflow
-    .venv/bin/python bench/serve.py [--rounds 3] [--requests 400] [--no-promptflow] [--workers N]
+    .venv/bin/python bench/serve.py [--rounds 3] [--requests 400] [--no-promptflow]
 Prints one JSON object (and a markdown table on stderr).
 """
 
@@ -94,10 +95,10 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 180)
     raise RuntimeError(f"{url} not ready after {timeout} s")
 
 
-def start_flowstudio(db: Path, mode: str = "sync", workers: int = 1) -> Target:
+def start_flowstudio(db: Path, mode: str = "sync") -> Target:
     port = free_port()
     command = [str(FLOWSTUDIO), "serve", str(FLOW), "--port", str(port), "--db", str(db), "--max-concurrency", "64"]
-    command += ["--durability", mode] + (["--workers", str(workers)] if workers > 1 else [])
+    command += ["--durability", mode]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/healthz", process)
@@ -258,7 +259,6 @@ def main() -> None:
     parser.add_argument("--no-promptflow", action="store_true", help="Measure Flowstudio only.")
     parser.add_argument("--engines", default="flask", help="Prompt flow engines to measure (flask,fastapi).")
     parser.add_argument("--modes", default="sync,async,exit", help="Flowstudio durability modes to measure.")
-    parser.add_argument("--workers", type=int, default=1, help="flowstudio serve --workers.")
     args = parser.parse_args()
     engines = [] if args.no_promptflow else args.engines.split(",")
     if engines and not PF.exists():
@@ -268,7 +268,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(args.rounds):
             for mode in args.modes.split(","):
-                target = start_flowstudio(Path(tmp) / f"{mode}-{number}.db", mode, args.workers)
+                target = start_flowstudio(Path(tmp) / f"{mode}-{number}.db", mode)
                 _measure_into(runs, target, args.requests)
             for engine in engines:
                 _measure_into(runs, start_promptflow(engine, Path(tmp)), args.requests)
@@ -278,7 +278,6 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "flow": "template -> scripted model -> template",
         "rounds": args.rounds,
-        "workers": args.workers,
         "load_average": [round(load, 1) for load in loads],
         "servers": servers,
     }

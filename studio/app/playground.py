@@ -13,13 +13,13 @@ import streamlit as st
 from studio.app.editor_run import EditorRun, start_run
 from studio.app.input_fields import input_value, input_widget
 from studio.app.links import trace_page
+from studio.app.resume_panel import answer_error, answer_fields, answer_values
 from studio.app.settings import open_store, settings
 from studio.app.widgets import badge, ident, show_value
 from studio.editor.editor import Editor
 from studio.errors import FlowError
 from studio.flow.spec import Flow
 from studio.store.base import StepRecord
-from studio.types import value_from_text
 
 PREVIEW_CHARS = 240
 """How much of a node's streamed or produced text the canvas shows (its end)."""
@@ -162,23 +162,15 @@ def _answer_in_place(current: EditorRun) -> None:
         return
     with st.form(f"answer_{current.run_id}", border=True):
         st.markdown("**Waiting for input**")
-        answers = {}
-        for step in asks:
-            st.text(step.error or "")
-            answers[step.node] = st.text_input(
-                f"Answer for {step.node}",
-                key=f"answer_{current.run_id}_{step.node}",
-                help="JSON (true, 3, [..]) or text",
-            )
+        answers = answer_fields(asks, f"answer_{current.run_id}")
         if not st.form_submit_button("Resume", type="primary"):
             return
     from studio.runtime.runner import resume_run_async
 
-    values = {node: value_from_text(text) for node, text in answers.items()}
     try:
-        result = asyncio.run(resume_run_async(current.run_id or "", values=values, db=settings().db))
+        result = asyncio.run(resume_run_async(current.run_id or "", values=answer_values(answers), db=settings().db))
     except FlowError as err:
-        st.error(err.message)
+        st.error(answer_error(err))
         return
     with open_store() as store:
         for step in store.steps(result.run_id):

@@ -101,7 +101,9 @@ def run_io(trace: Trace) -> None:
         show_value(run.inputs or None)
     with right:
         st.markdown("**Outputs**")
-        if run.outputs is None and run.error:
+        if run.outputs is None and run.status == "waiting":
+            st.caption("— (the run waits for input: see below)")
+        elif run.outputs is None and run.error:
             st.caption("— (the run failed: see below)")
         else:
             show_value(run.outputs)

@@ -234,9 +234,10 @@ def test_a_waiting_run_is_resumed_from_its_trace(app_env: dict[str, str], tmp_pa
     assert waiting.status == "waiting"
     app = _page(_trace_page, run=waiting.run_id)
     assert any("Publish this? A short draft." in t.value for t in app.text)
+    assert "— (the run waits for input: see below)" in [c.value for c in app.caption]
     app.text_input(key="answer_approve").input("maybe")
     app.button[0].click().run()
-    assert any("must be bool" in e.value for e in app.error)
+    assert any(e.value.startswith("Answer for approve: must be bool") for e in app.error)
     app.text_input(key="answer_approve").input("true")
     app.button[0].click().run()
     assert not app.exception and not app.error, [e.value for e in app.error]
