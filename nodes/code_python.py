@@ -13,17 +13,19 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes import sandbox
 from nodes.sandbox_process import Budget, run_child
-from studio.node import Node, NodeContext, NodeError, TemplateInputs
+from studio.node import Node, NodeContext, NodeError, Role, TemplateInputs
 
 
 class PythonCode(Node):
     """Run a Python snippet in a sandboxed child process."""
+
+    roles: ClassVar[frozenset[Role]] = frozenset({"python_code"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

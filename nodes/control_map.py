@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from studio.node import Node, NodeContext, PortType
+from studio.node import Node, NodeContext, PortType, Role
 
 
 class Map(Node):
     """Each item goes to the sub-flow input named by `item`; other inputs go to every sub-run."""
+
+    roles: ClassVar[frozenset[Role]] = frozenset({"map"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

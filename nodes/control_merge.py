@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from studio.node import Node, NodeContext
+from studio.node import Node, NodeContext, Role
 
 
 class Merge(Node):
@@ -17,6 +17,7 @@ class Merge(Node):
     """
 
     gathers: ClassVar[str | None] = "options"
+    roles: ClassVar[frozenset[Role]] = frozenset({"merge"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid")

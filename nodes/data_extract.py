@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel, ConfigDict
 
-from studio.node import Node, NodeContext, NodeError
+from studio.node import Node, NodeContext, NodeError, Role
 
 
 class Extract(Node):
     """Read one value from JSON data (`items[0].name`, `people[?age > \\`30\\`].name`)."""
 
     starter = {"path": "value"}
+    roles: ClassVar[frozenset[Role]] = frozenset({"extract"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -20,7 +20,7 @@ MCP tool also names the `server` and the call's `latency_s`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,7 @@ from studio.node import (
     NodeError,
     OptionalVariables,
     PortType,
+    Role,
     TemplateInputs,
     ToolCallingLLM,
     refuse_mcp_command,
@@ -45,6 +46,7 @@ class Agent(Node):
     """Answer a task by calling tools in a loop."""
 
     uses_model = True
+    roles: ClassVar[frozenset[Role]] = frozenset({"agent"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

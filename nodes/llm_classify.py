@@ -4,14 +4,13 @@ Where the model gives log-probabilities (the embedded `local/smollm2` does), the
 read from generated text: each label's share of the first answer token's probability, divided
 by the same prompt's for content-free texts (calibration, `nodes.calibration`), picks the label
 and is its `confidence`. Elsewhere the reply's nearest label is taken and `confidence` is None.
-Calls whose reply is only measured (priors, an ensemble's votes, a scored reply) are probes
-(`purpose="probe"`): never streamed as the answer. The prompt, calls and votes are
-`nodes.labelling`'s; the cascade is `nodes.classify_cascade`'s.
+Calls whose reply is only measured (priors, votes, a scored reply) are probes (`purpose="probe"`),
+never streamed. Prompt, calls and votes: `nodes.labelling`; the cascade: `nodes.classify_cascade`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +19,7 @@ from nodes.calibration import CONTENT_FREE, PRIORS, label_mass, labels_begun_by
 from nodes.labelling import Choice, Labeller, nearest_label
 from nodes.prompting import Form
 from nodes.strategies import Prompt, Strategy
-from studio.node import Node, NodeContext, Tunable
+from studio.node import Node, NodeContext, Role, Tunable
 
 __all__ = ["CONTENT_FREE", "PRIORS", "Classify", "label_mass", "labels_begun_by", "nearest_label"]
 FINAL_REQUEST = "Now answer with the label only."
@@ -40,6 +39,7 @@ class Classify(Node):
         logprobs=("local/",),
     )
     starter = {"labels": ["yes", "no"]}
+    roles: ClassVar[frozenset[Role]] = frozenset({"classify"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -15,7 +15,7 @@ the repair loop `nodes.json_repair`'s.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,7 +23,7 @@ from nodes import strategies, structured_cascade
 from nodes.json_object import FieldSpec, fields_problem, fields_schema, first_object, schema_port, schema_problem
 from nodes.json_repair import ask_object
 from nodes.prompting import Form
-from studio.node import Node, NodeContext, OptionalVariables, PortType, TemplateInputs, Tunable
+from studio.node import Node, NodeContext, OptionalVariables, PortType, Role, TemplateInputs, Tunable
 
 __all__ = ["FieldSpec", "Structured", "first_object"]
 
@@ -40,6 +40,7 @@ class Structured(Node):
         default_form="completion",
         strategies=("single", "cascade"),
     )
+    roles: ClassVar[frozenset[Role]] = frozenset({"structured"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -14,14 +14,14 @@ import re
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlite_utils
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.fts_search import build_table, fts_query, search
 from nodes.text_split import split_text
-from studio.node import Node, NodeContext, NodeError, paths
+from studio.node import Node, NodeContext, NodeError, Role, paths
 
 SUFFIXES = (".txt", ".md")
 MAX_DOCUMENT_BYTES = 16 << 20
@@ -68,6 +68,8 @@ def _in_memory(directory: Path, table: str, chunk_chars: int, root: Path) -> sql
 
 class RetrieveFTS(Node):
     """Find the passages that best match a question (full-text search, BM25)."""
+
+    roles: ClassVar[frozenset[Role]] = frozenset({"retrieve"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from nodes.http_safety import checked_address, deeper_than, header_value, read_capped, resolve, why_not_public
-from studio.node import Node, NodeContext, NodeError, secrets
+from studio.node import Node, NodeContext, NodeError, Role, secrets
 
 _REDIRECTS = {301, 302, 303, 307, 308}
 _PRIVATE_HEADERS = {"authorization", "cookie", "proxy-authorization"}
@@ -29,6 +29,7 @@ class Http(Node):
     """Send an HTTP request; private, loopback and link-local targets are refused unless allowed."""
 
     span_kind = "TOOL"
+    roles: ClassVar[frozenset[Role]] = frozenset({"http_request"})
 
     class Config(BaseModel):
         model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)

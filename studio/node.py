@@ -380,13 +380,23 @@ def _as_text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-Role = Literal["template", "completion", "tool_call", "join"]
+Role = Literal[
+    "template", "completion", "tool_call", "join", "python_code", "merge", "map", "extract", "agent", "classify",
+    "structured", "retrieve", "http_request",
+]  # fmt: skip
 """A part a node type can play when flowstudio adds a node to a flow, with the config it then takes:
 `template`: renders `config.template` (Jinja2) over its inputs into output `text` (the optimizer's
 tidy move); `completion`: one model call on `config.prompt` (with `form`, `stop`, `instructions`,
 `max_tokens`) into output `text` (the optimizer's answer move and proposer); `tool_call`: calls the
 tool `config.tool` with its inputs as arguments into output `result` (the calculate move); `join`:
-gathers the wires listed in input `options` that ran into output `values` (`flowstudio fmt --fix`)."""
+gathers the wires listed in input `options` that ran into output `values` (`flowstudio fmt --fix`).
+The importers (`studio.importers`) translate another tool's nodes into these and: `python_code`
+(runs `config.code` on its inputs in the OS sandbox, output `result`), `merge` (the first of input
+`options` that ran, as `value`), `map` (the sub-flow `config.flow` once per item, as `config.item`),
+`extract` (the value at `config.path` of input `data`), `agent` (a model loop that may call
+`config.tools`, output `answer`), `classify` (one of `config.labels` for input `text`), `structured`
+(a JSON object of `config.fields`, output `data`), `retrieve` (passages of `config.documents` for
+input `query`) and `http_request` (one request with the SSRF checks, outputs `status` and `text`)."""
 
 
 class Node:

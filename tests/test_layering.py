@@ -126,3 +126,19 @@ def test_the_architecture_page_states_the_contract_and_names_every_folder() -> N
     layered = [name for line in layers.splitlines() for name in line.split('"')[1::2]]
     in_layers = {part.strip() for name in layered for part in name.replace(":", "|").split("|")}
     assert {f"studio.{p}" for p in packages} <= in_layers
+
+
+def test_built_in_type_names_appear_only_in_nodes() -> None:
+    """Code outside `nodes/` asks the registry (by role, by what a node declares), never names a
+    built-in type in a string: a third-party node can then take part everywhere a built-in does."""
+    from studio.runtime import registry
+
+    keys = registry.keys()
+    built_in = [key for key in keys if getattr(registry.get(key), "__module__", "").startswith("nodes.")]
+    assert "llm.generate" in built_in
+    named = []
+    for path in (ROOT / "studio").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in built_in:
+                named.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value!r}")
+    assert not named, named

@@ -10,9 +10,8 @@ from typing import Any
 
 from studio.errors import FlowError
 from studio.importers.report import ImportReport
+from studio.runtime.registry import with_role
 
-PLACEHOLDER = "code.python"
-"""Type of the clearly failing node put where a source node could not be converted."""
 _ESCAPE = re.compile(r"^\$[A-Za-z]")
 
 
@@ -92,10 +91,14 @@ class FlowBuilder:
         shared by every reader of the same field."""
         key = f"{near}_{re.sub(r'[^A-Za-z0-9]+', '_', path)}"
         for node_id, spec in self.nodes.items():
-            if spec.get("type") == "data.extract" and spec["inputs"]["data"] == wire and spec["config"]["path"] == path:
+            if (
+                spec.get("type") == with_role("extract")
+                and spec["inputs"]["data"] == wire
+                and spec["config"]["path"] == path
+            ):
                 return f"${node_id}.value"
         node_id = self.new_id(key)
-        self.nodes[node_id] = {"type": "data.extract", "inputs": {"data": wire}, "config": {"path": path}}
+        self.nodes[node_id] = {"type": with_role("extract"), "inputs": {"data": wire}, "config": {"path": path}}
         return f"${node_id}.value"
 
     def alias(self, model: str, temperature: float | None, origin: str) -> str | None:
@@ -125,7 +128,7 @@ class FlowBuilder:
         """A node that fails clearly when run, standing where `source` could not be converted."""
         message = f"not converted from {source}: {reason}"
         self.nodes[node_id] = {
-            "type": PLACEHOLDER,
+            "type": with_role("python_code"),
             "description": f"PLACEHOLDER - {message}",
             "config": {"code": f"raise NotImplementedError({message!r})\n"},
         }

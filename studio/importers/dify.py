@@ -13,6 +13,7 @@ from studio.importers.dify_ctx import Ctx
 from studio.importers.dify_nodes import HANDLERS
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import load_yaml
+from studio.runtime.registry import with_role
 
 SPREAD = (1.4, 1.6)
 """Dify's cards are smaller than the canvas' cards: positions are spread by this much (x, y)."""
@@ -235,7 +236,7 @@ def _iteration(
     ctx.b.sub_flows[file] = sub.build(
         sub_report, f"Body of the Dify iteration {data.get('title')!r}, imported with {source.name}."
     )
-    return {"type": "control.map", "inputs": inputs, "config": {"flow": file, "item": item}}
+    return {"type": with_role("map"), "inputs": inputs, "config": {"flow": file, "item": item}}
 
 
 NUMBER_CODE = 'result = [{"item": item, "index": i} for i, item in enumerate(items or [])]\n'
@@ -247,7 +248,7 @@ def _numbered(ctx: Ctx, body: FlowBuilder, near: str, items: Any) -> str:
     its input `entry`. Returns the wire to the numbered list."""
     node_id = ctx.b.new_id(f"{near}_numbered")
     ctx.b.nodes[node_id] = {
-        "type": "code.python",
+        "type": with_role("python_code"),
         "description": "The items with their index (the iteration's body reads it)",
         "inputs": {"items": items},
         "config": {"code": NUMBER_CODE},

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from studio.importers.dify_wiring import Wiring
 from studio.importers.report import NodeReport
+from studio.runtime.registry import with_role
 
 PORTS = {"text": "answer", "json": "turns"}
 """Dify agent outputs → llm.agent's outputs (`text` is llm.generate's `text` when no tool is left)."""
@@ -57,15 +58,15 @@ def agent(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> dict[str, Any
     turns = _value(params.get("maximum_iterations"))
     if isinstance(turns, int) and 1 <= turns <= 50:
         config["max_turns"] = turns
-    spec: dict[str, Any] = {"type": "llm.agent", "inputs": inputs, "config": config}
+    spec: dict[str, Any] = {"type": with_role("agent"), "inputs": inputs, "config": config}
     if "tools" not in config and "mcp" not in config:
-        spec["type"] = "llm.generate"
+        spec["type"] = with_role("completion")
         spec["config"] = {k: v for k, v in config.items() if k in ("prompt", "instructions")}
         if "instructions" in spec["config"]:
             spec["config"]["system"] = spec["config"].pop("instructions")
         entry.approximate("none of its tools exists here: it becomes llm.generate (one answer, no tool loop)")
     _model(ctx, _value(params.get("model")), spec)
-    _notes(data, params, entry, looped=spec["type"] == "llm.agent")
+    _notes(data, params, entry, looped=spec["type"] == with_role("agent"))
     return spec
 
 

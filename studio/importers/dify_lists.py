@@ -9,6 +9,7 @@ from typing import Any
 from studio.importers.build import slug
 from studio.importers.dify_wiring import Wiring
 from studio.importers.report import NodeReport
+from studio.runtime.registry import with_role
 
 RECORDS = {"first_record": "[0]", "last_record": "[-1]"}
 """The list operator's single-item outputs, read from its `result` list."""
@@ -31,7 +32,7 @@ def list_operator(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> dict[
         return None
     if str(data.get("item_var_type")) == "file":
         entry.approximate("files are a list input of objects in Dify's shape (type, size, name, url, ...)")
-    return {"type": "data.extract", "inputs": {"data": ctx.wire(data.get("variable"))}, "config": {"path": path}}
+    return {"type": with_role("extract"), "inputs": {"data": ctx.wire(data.get("variable"))}, "config": {"path": path}}
 
 
 def _path(data: dict[str, Any], key: str | None) -> str:
@@ -95,4 +96,4 @@ def document_extractor(ctx: Wiring, data: dict[str, Any], entry: NodeReport) -> 
         "description": f"The text Dify's document extractor {data.get('title')!r} read",
     }
     entry.approximate(f"a flow reads no files: give the document's text as the input `{name}` (extract it beforehand)")
-    return {"type": "text.template", "inputs": {"text": f"$inputs.{name}"}, "config": {"template": "{{ text }}"}}
+    return {"type": with_role("template"), "inputs": {"text": f"$inputs.{name}"}, "config": {"template": "{{ text }}"}}

@@ -12,6 +12,7 @@ from studio.importers.dify_lists import document_extractor, list_operator
 from studio.importers.dify_requests import http, tool
 from studio.importers.report import NodeReport
 from studio.importers.sources import sandbox_notes, tool_function
+from studio.runtime.registry import with_role
 
 INPUT_TYPES = {"text-input": "str", "paragraph": "str", "select": "str", "number": "float"}
 FIELD_TYPES = {"string": "str", "number": "float", "bool": "bool", "boolean": "bool", "select": "str",
@@ -44,7 +45,7 @@ def _outputs(ctx: Ctx, pairs: list[tuple[str, Any]]) -> None:
     for name, wire in pairs:
         if name in ctx.b.outputs and wire is not None:
             merge = ctx.b.new_id(f"{name}_merged")
-            ctx.b.nodes[merge] = {"type": "control.merge", "inputs": {"options": [ctx.b.outputs[name], wire]}}
+            ctx.b.nodes[merge] = {"type": with_role("merge"), "inputs": {"options": [ctx.b.outputs[name], wire]}}
             wire = f"${merge}.value"
         ctx.b.outputs[name] = wire
 
@@ -64,7 +65,7 @@ def _answer(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> None:
     node_id = ctx.b.new_id(str(data.get("title") or "answer"), "answer")
     ctx.answer = node_id
     ctx.b.nodes[node_id] = {
-        "type": "text.template",
+        "type": with_role("template"),
         "inputs": inputs,
         "config": {"template": template},
         "description": "Dify: the answer",
@@ -112,7 +113,7 @@ def _llm(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
         config["system"] = system
     if str((data.get("model") or {}).get("mode")) == "completion":
         config["form"] = "completion"
-    spec = {"type": "llm.generate", "inputs": inputs, "config": config}
+    spec = {"type": with_role("completion"), "inputs": inputs, "config": config}
     _model(ctx, data, spec)
     return spec
 
@@ -127,7 +128,7 @@ def _named_inputs(ctx: Ctx, data: dict[str, Any]) -> dict[str, Any]:
 
 def _template(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     return {
-        "type": "text.template",
+        "type": with_role("template"),
         "inputs": _named_inputs(ctx, data),
         "config": {"template": str(data.get("template") or "")},
     }
@@ -147,7 +148,7 @@ def _code(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] |
     for note in sandbox_notes(func):
         entry.approximate(note)
     return {
-        "type": "code.python",
+        "type": with_role("python_code"),
         "inputs": inputs,
         "config": {"code": f"{func.code}\n\nresult = {func.name}({call})\n"},
     }
@@ -186,7 +187,7 @@ def _if_else(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any
         parts.append(("{% if " if i == 0 else "{% elif ") + test + " %}" + str(case.get("case_id")))
     template = "".join(parts) + "{% else %}false{% endif %}"
     return {
-        "type": "text.template",
+        "type": with_role("template"),
         "inputs": inputs,
         "config": {"template": template},
         "description": "Dify if-else: the branch taken",
@@ -198,7 +199,11 @@ def _classifier(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, 
     config: dict[str, Any] = {"labels": labels, "form": "chat"}
     if data.get("instruction"):
         config["instructions"] = str(data["instruction"])
-    spec = {"type": "llm.classify", "inputs": {"text": ctx.wire(data.get("query_variable_selector"))}, "config": config}
+    spec = {
+        "type": with_role("classify"),
+        "inputs": {"text": ctx.wire(data.get("query_variable_selector"))},
+        "config": config,
+    }
     _model(ctx, data, spec)
     config.pop("max_tokens", None)
     return spec
@@ -217,7 +222,7 @@ def _extractor(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, A
     config: dict[str, Any] = {"prompt": "{{ query }}", "fields": fields}
     if instruction:
         config["instructions"] = instruction
-    spec = {"type": "llm.structured", "inputs": inputs, "config": config}
+    spec = {"type": with_role("structured"), "inputs": inputs, "config": config}
     _model(ctx, data, spec)
     return spec
 
@@ -228,7 +233,7 @@ def _knowledge(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, A
         f"Dify knowledge bases are not exported: build the index with `flowstudio index DOCS --table {table} --db knowledge.db`"
     )
     return {
-        "type": "retrieve.fts",
+        "type": with_role("retrieve"),
         "inputs": {"query": ctx.wire(data.get("query_variable_selector"))},
         "config": {"table": table, "db": "knowledge.db"},
     }
@@ -238,13 +243,13 @@ def _aggregator(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, 
     options = [ctx.wire(v) for v in data.get("variables") or []]
     if (data.get("advanced_settings") or {}).get("group_enabled"):
         entry.approximate("grouped aggregation: only the ungrouped variables are merged")
-    return {"type": "control.merge", "inputs": {"options": options}}
+    return {"type": with_role("merge"), "inputs": {"options": options}}
 
 
 def _assigner(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     entry.approximate("conversation variables are not kept between runs: the assigned value is passed on as `value`")
     options = [ctx.wire(data.get("input_variable_selector"))]
-    return {"type": "control.merge", "inputs": {"options": options}}
+    return {"type": with_role("merge"), "inputs": {"options": options}}
 
 
 HANDLERS: dict[str, Handler] = {

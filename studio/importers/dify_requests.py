@@ -10,6 +10,7 @@ from studio.importers.build import literal, slug
 from studio.importers.dify_ctx import VAR, Ctx
 from studio.importers.dify_tools import HTTP_TOOLS, PYTHON_CONFIG, PYTHON_TOOLS
 from studio.importers.report import NodeReport
+from studio.runtime.registry import with_role
 
 
 def _text_input(ctx: Ctx, text: str, near: str) -> Any:
@@ -22,7 +23,7 @@ def _text_input(ctx: Ctx, text: str, near: str) -> Any:
     if not inputs:
         return literal(text)
     node_id = ctx.b.new_id(near)
-    ctx.b.nodes[node_id] = {"type": "text.template", "inputs": inputs, "config": {"template": template}}
+    ctx.b.nodes[node_id] = {"type": with_role("template"), "inputs": inputs, "config": {"template": template}}
     return f"${node_id}.text"
 
 
@@ -57,7 +58,7 @@ def http(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
         inputs["body"] = _text_input(ctx, str(raw or ""), f"{base}_body")
         if body.get("type") != "json":
             entry.approximate(f"a {body.get('type')} body is sent as text")
-    return {"type": "tool.http", "inputs": inputs, "config": config}
+    return {"type": with_role("http_request"), "inputs": inputs, "config": config}
 
 
 def tool(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | None:
@@ -68,7 +69,7 @@ def tool(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | 
         tool = PYTHON_TOOLS[name]
         entry.approximate(tool.note)
         given = {var: literal(settings.get(key)) for key, var in PYTHON_CONFIG.items()}
-        return {"type": "code.python", "inputs": given, "config": {"code": tool.code}}
+        return {"type": with_role("python_code"), "inputs": given, "config": {"code": tool.code}}
     if name not in HTTP_TOOLS:
         entry.refuse(f"tool {data.get('provider_id')}/{name}: no HTTP or Python equivalent is built in")
         return None
@@ -84,7 +85,7 @@ def tool(ctx: Ctx, data: dict[str, Any], entry: NodeReport) -> dict[str, Any] | 
     config: dict[str, Any] = {"method": shape.method}
     if shape.headers:
         config["headers"] = dict(shape.headers)
-    return {"type": "tool.http", "inputs": request, "config": config}
+    return {"type": with_role("http_request"), "inputs": request, "config": config}
 
 
 def _jinja_value(value: Any) -> str:
@@ -118,5 +119,5 @@ def _parameter(ctx: Ctx, name: str, value: Any, inputs: dict[str, Any]) -> str:
 def _rendered(ctx: Ctx, near: str, template: str, inputs: dict[str, Any]) -> str:
     """A text.template node rendering `template` from `inputs`; its text wire."""
     node_id = ctx.b.new_id(near)
-    ctx.b.nodes[node_id] = {"type": "text.template", "inputs": dict(inputs), "config": {"template": template}}
+    ctx.b.nodes[node_id] = {"type": with_role("template"), "inputs": dict(inputs), "config": {"template": template}}
     return f"${node_id}.text"

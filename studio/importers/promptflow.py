@@ -15,6 +15,7 @@ from studio.importers.promptflow_llm import llm, prompt
 from studio.importers.promptflow_tools import convert_package, package_kind
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, load_yaml, sandbox_notes, tool_function
+from studio.runtime.registry import with_role
 
 TYPES = {"string": "str", "int": "int", "double": "float", "bool": "bool", "list": "list", "object": "dict"}
 
@@ -171,7 +172,7 @@ def _python(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dic
             merge = ctx.b.new_id(f"{ctx.ids[node['name']]}_{name}")
             options = [wire, None if default is REQUIRED else literal(default)]
             ctx.b.nodes[merge] = {
-                "type": "control.merge",
+                "type": with_role("merge"),
                 "inputs": {"options": options},
                 "description": f"{name}: null (the default) when its node was bypassed",
             }
@@ -185,4 +186,4 @@ def _python(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dic
         entry.approximate(note)
     call = ", ".join(f"{n}={n}" for n in given if n in func.params)
     code = f"{func.code}\n\nresult = {func.name}({call})\n"
-    return {"type": "code.python", "inputs": inputs, "config": {"code": code}}
+    return {"type": with_role("python_code"), "inputs": inputs, "config": {"code": code}}

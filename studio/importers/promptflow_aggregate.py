@@ -18,6 +18,7 @@ from studio.importers.build import FlowBuilder, literal
 from studio.importers.promptflow_checks import parse_ref, refs
 from studio.importers.report import ImportReport, NodeReport
 from studio.importers.sources import REQUIRED, sandbox_notes, tool_function
+from studio.runtime.registry import with_role
 
 if TYPE_CHECKING:
     from studio.importers.promptflow_ctx import Ctx
@@ -99,7 +100,7 @@ def _aggregation(
     body = "\n".join(lines)
     code = f'{SHIM}{func.code}\n\n{body}\nresult = {{"value": {func.name}({call}), "metrics": metrics}}\n'
     sub.nodes[node_id] = {
-        "type": "code.python",
+        "type": with_role("python_code"),
         "inputs": inputs,
         "config": {"code": code},
         "description": f"Prompt flow aggregation node {node['name']}: once over the batch",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from studio.importers.build import slug
 from studio.importers.report import NodeReport
 from studio.importers.sources import REQUIRED, Function
+from studio.runtime.registry import with_role
 
 if TYPE_CHECKING:
     from studio.importers.promptflow_ctx import Ctx
@@ -85,7 +86,7 @@ def connection_tool(ctx: Ctx, node: dict[str, Any], func: Function, path: str, e
         + (f"; it needs {', '.join(installed)} installed" if installed else "")
     )
     inputs = {k: ctx.wire(v) for k, v in given.items() if k in func.params and k not in connections}
-    return {"type": "tool.python", "inputs": inputs, "config": {"tool": tool}}
+    return {"type": with_role("tool_call"), "inputs": inputs, "config": {"tool": tool}}
 
 
 def _module(flow: str, path: str, func: Function, types: set[str]) -> str:

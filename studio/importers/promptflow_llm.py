@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from studio.importers.promptflow_checks import refs
 from studio.importers.report import NodeReport
+from studio.runtime.registry import with_role
 
 if TYPE_CHECKING:
     from studio.importers.promptflow_ctx import Ctx
@@ -47,7 +48,7 @@ def prompt(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict
     config: dict[str, Any] = {"template": text}
     if optional:
         config["optional"] = optional
-    return {"type": "text.template", "inputs": inputs, "config": config}
+    return {"type": with_role("template"), "inputs": inputs, "config": config}
 
 
 def llm(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[str, Any] | None:
@@ -72,7 +73,7 @@ def llm(ctx: Ctx, node: dict[str, Any], text: str, entry: NodeReport) -> dict[st
         config["stop"] = [str(s) for s in stop]
     if optional:
         config["optional"] = optional
-    spec: dict[str, Any] = {"type": "llm.generate", "inputs": inputs, "config": config}
+    spec: dict[str, Any] = {"type": with_role("completion"), "inputs": inputs, "config": config}
     model = _model_string(node)
     origin = f"connection {node.get('connection') or given.get('connection') or '?'}, {given.get('deployment_name') or given.get('model') or '?'}"
     alias = ctx.b.alias(model, _number(given.get("temperature"), float), origin)

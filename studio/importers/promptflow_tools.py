@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from studio.importers.report import NodeReport
+from studio.runtime.registry import with_role
 
 if TYPE_CHECKING:
     from studio.importers.promptflow_ctx import Ctx
@@ -86,7 +87,11 @@ def _embedding(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) ->
         f"embedding ({given.get('deployment_name') or 'model'}) becomes a hashed word-count vector: "
         "similarities between such vectors are lexical, not semantic"
     )
-    return {"type": "code.python", "inputs": {"text": ctx.wire(given.get("input"))}, "config": {"code": EMBEDDING_CODE}}
+    return {
+        "type": with_role("python_code"),
+        "inputs": {"text": ctx.wire(given.get("input"))},
+        "config": {"code": EMBEDDING_CODE},
+    }
 
 
 def _index_lookup(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
@@ -98,7 +103,7 @@ def _index_lookup(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport)
     config: dict[str, Any] = {"table": "documents", "db": "index.db"}
     if isinstance(top_k, int) and 1 <= top_k <= 100:
         config["limit"] = top_k
-    return {"type": "retrieve.fts", "inputs": {"query": ctx.wire(given.get("queries"))}, "config": config}
+    return {"type": with_role("retrieve"), "inputs": {"query": ctx.wire(given.get("queries"))}, "config": config}
 
 
 def _language(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
@@ -110,7 +115,7 @@ def _language(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) -> 
     )
     inputs = {k: ctx.wire(v) for k, v in given.items() if k != "parse_response"}
     lines = [task, ""] + [f"{k}: {{{{ {k} }}}}" for k in inputs]
-    spec: dict[str, Any] = {"type": "llm.generate", "inputs": inputs, "config": {"prompt": "\n".join(lines)}}
+    spec: dict[str, Any] = {"type": with_role("completion"), "inputs": inputs, "config": {"prompt": "\n".join(lines)}}
     alias = ctx.b.alias("openai/gpt-4o-mini", None, f"stands in for Azure AI Language's {module}")
     if alias:
         spec["model"] = alias
@@ -120,7 +125,7 @@ def _language(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) -> 
 def _compress(ctx: Ctx, tool: str, given: dict[str, Any], entry: NodeReport) -> dict[str, Any]:
     entry.approximate("LLMLingua's prompt compression is not built in: the prompt passes through uncompressed")
     return {
-        "type": "text.template",
+        "type": with_role("template"),
         "inputs": {"prompt": ctx.wire(given.get("prompt"))},
         "config": {"template": "{{ prompt }}"},
     }
