@@ -4,7 +4,9 @@ Cases (no-op nodes, in-memory store, like LangGraph without a checkpointer):
   * chain_1000        - 1000 no-op nodes in a chain
   * fanout_100        - start -> 100 parallel no-op nodes -> join (control.merge)
   * fanout_100_sleep  - 100 parallel llm.generate nodes on a scripted model with delay_s 0.2
-Also the chain on the SQLite store (synchronous=FULL, one transaction per step), for scale.
+Also the chain with a store that keeps no steps (the engine's own cost: scheduling, inputs,
+the node attempt, without the step record's copy), and on the SQLite store (synchronous=FULL, one
+transaction per step), for scale.
 
 Run:
     bash bench/setup_langgraph.sh            # once: LangGraph in its own venv
@@ -34,6 +36,7 @@ from studio.runtime import registry
 from studio.runtime.compiler import Plan, compile_flow
 from studio.runtime.engine import Engine
 from studio.store import MemoryStore, SQLiteStore
+from studio.store.base import CallRecord, StepRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 LANGGRAPH_PYTHON = ROOT / "bench" / ".venv-langgraph" / "bin" / "python"
@@ -88,6 +91,13 @@ def compiled(text: str) -> tuple[Plan, float]:
     return plan, time.perf_counter() - start
 
 
+class StepsDropped(MemoryStore):
+    """A memory store that keeps runs but drops every step: what the engine costs apart from the store."""
+
+    def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+        return None
+
+
 async def best_of(runs: int, call: Callable[[], Awaitable[Any]]) -> float:
     await call()
     best = float("inf")
@@ -114,6 +124,9 @@ async def measure() -> dict[str, Any]:
             "per_node_ms": round(total / nodes * 1e3, 4),
             "compile_s": round(compile_s, 4),
         }
+    plan, _ = compiled(chain_flow(CHAIN))
+    total = await best_of(5, lambda: Engine(StepsDropped()).run(plan, {"x": 1}))
+    out["chain_1000_no_steps"] = {"total_s": round(total, 6), "per_node_ms": round(total / CHAIN * 1e3, 4)}
     plan, compile_s = compiled(sleep_flow(FANOUT))
     wall = await best_of(3, lambda: Engine(MemoryStore()).run(plan, {"x": 1}))
     out["fanout_100_sleep"] = {
@@ -165,6 +178,9 @@ def main() -> None:
     if theirs:
         report["ratio_ours_over_langgraph"] = {
             "chain_1000_per_node": round(ours["chain_1000"]["per_node_ms"] / theirs["chain_1000"]["per_node_ms"], 3),
+            "chain_1000_no_steps_per_node": round(
+                ours["chain_1000_no_steps"]["per_node_ms"] / theirs["chain_1000"]["per_node_ms"], 3
+            ),
             "fanout_100_per_node": round(ours["fanout_100"]["per_node_ms"] / theirs["fanout_100"]["per_node_ms"], 3),
             "fanout_100_sleep_wall": round(
                 ours["fanout_100_sleep"]["wall_s"] / theirs["fanout_100_sleep"]["wall_s"], 3

@@ -70,11 +70,15 @@ def masked_copy(value: Any) -> Any:
     return _mask(value, sorted(_known, key=len, reverse=True))
 
 
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+"""Types whose values are immutable leaves: kept as they are, without a call per value."""
+
+
 def _copy(value: Any) -> Any:
     if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
+        return {key: item if type(item) in _ATOMIC else _copy(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_copy(item) for item in value]
+        return [item if type(item) in _ATOMIC else _copy(item) for item in value]
     return value
 
 

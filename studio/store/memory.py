@@ -143,5 +143,8 @@ Masked = TypeVar("Masked", RunRecord, StepRecord, CallRecord)
 def _masked(record: Masked) -> Masked:
     """A copy of the record with every remembered `$env` value masked (its fields hold JSON-like
     values: copied field by field, far cheaper than `dataclasses.asdict`'s generic deep copy)."""
-    fields = {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
+    fields = {name: getattr(record, name) for name in _FIELD_NAMES[type(record)]}
     return type(record)(**secrets.masked_copy(fields))
+
+
+_FIELD_NAMES = {kind: tuple(f.name for f in dataclasses.fields(kind)) for kind in (RunRecord, StepRecord, CallRecord)}
