@@ -9,6 +9,7 @@ it reads instead of trusting `stat` (`/dev/zero` has size 0).
 
 from __future__ import annotations
 
+import functools
 import os
 import stat
 from collections.abc import Iterator
@@ -46,12 +47,18 @@ def project_root(flow_dir: Path) -> Path:
 @contextmanager
 def rooted(flow_dir: Path, *, force: bool = False) -> Iterator[None]:
     """Within: `flow_dir` is the root (a run's top flow folder) unless one is set already, or `force`."""
-    token = _ROOT.set((flow_dir.resolve(), force)) if force or _ROOT.get() is None else None
+    token = _ROOT.set((_resolved(flow_dir), force)) if force or _ROOT.get() is None else None
     try:
         yield
     finally:
         if token is not None:
             _ROOT.reset(token)
+
+
+@functools.lru_cache(maxsize=256)
+def _resolved(folder: Path) -> Path:
+    """A run's root folder, resolved once per process (a served flow's runs share it)."""
+    return folder.resolve()
 
 
 def _kind_of(mode: int) -> str:

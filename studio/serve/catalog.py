@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import logging
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -119,6 +120,10 @@ def _confined_script(flow: Flow, alias: str, name: str) -> None:
         ) from None
 
 
+def _stamp(status: os.stat_result) -> tuple[int, int, int]:
+    return status.st_ino, status.st_size, status.st_mtime_ns
+
+
 class Catalog:
     """Finds flows by name under a file or folder, compiling each version of a file once."""
 
@@ -129,6 +134,8 @@ class Catalog:
         self._by_file: dict[Path, ServedFlow] = {}
         self._broken: dict[Path, str] = {}
         self._plans: dict[tuple[Path, str, tuple[tuple[str, str], ...]], Plan] = {}
+        self._stamps: dict[Path, tuple[int, int, int]] = {}
+        """Each file's inode, size and modification time when it was last read."""
 
     def files(self) -> list[Path]:
         if self.path.is_file():
@@ -179,11 +186,15 @@ class Catalog:
 
     def _load(self, file: Path) -> ServedFlow | None:
         try:
+            stamp = _stamp(file.stat())
+            known = self._by_file.get(file)
+            if known is not None and self._stamps.get(file) == stamp:
+                return known  # unchanged since it was read: no read and hash per request
             text = file.read_text(encoding="utf-8")
         except OSError:
             return None
+        self._stamps[file] = stamp
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        known = self._by_file.get(file)
         if known is not None and known.hash == digest:
             return known
         if self._broken.get(file) == digest:

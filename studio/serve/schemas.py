@@ -3,6 +3,7 @@ of a client's inputs; a flow's input and output schemas are `studio.runtime.io_s
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -19,9 +20,7 @@ MODES = ["wait", "stream", "background"]
 def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") -> None:
     """Validate a client's inputs strictly against the published schema (an `integer` refuses "5"
     and true); raises InputError naming the first input at fault (`inputs.count`)."""
-    from jsonschema import Draft202012Validator
-
-    errors = sorted(Draft202012Validator(schema).iter_errors(inputs), key=lambda e: list(e.path))
+    errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(inputs), key=lambda e: list(e.path))
     if not errors:
         return
     error = errors[0]
@@ -39,6 +38,14 @@ def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") 
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     wanted = error.schema.get("type") or "the published schema"
     raise InputError(f"{'.'.join(path) or field}: expected {wanted}, got {shown}", field=where)
+
+
+@functools.lru_cache(maxsize=128)
+def _validator(schema_text: str) -> Any:
+    """One validator per distinct schema (building one per request cost more than checking)."""
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_text))
 
 
 def schema_name(flow_name: str) -> str:
