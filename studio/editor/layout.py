@@ -138,7 +138,9 @@ Placed = tuple[Layout, Size]
 def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) -> Placed:
     """Columns in bands of `per_band`, each band below the last; a column's cards stacked in
     their order, the column centred on the band's tallest (a tucked outputs card hangs below its
-    column and is left out of the centring, so the cards it sits under stay in line)."""
+    column and is left out of the centring, so the cards it sits under stay in line; it sits at the
+    column's left edge, a band gap below, so that the wires into it pass beside and under the cards
+    above rather than behind them)."""
     placed: Layout = {}
     top = width = 0.0
     for start in range(0, len(columns), per_band):
@@ -149,7 +151,10 @@ def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) 
             column_width = max(sizes[n][0] for n in column)
             y = top + (max(heights) - height) / 2
             for n in column:
-                placed[n] = (round(left + (column_width - sizes[n][0]) / 2, 1), round(y, 1))
+                under = n == OUTPUTS and _tucks(column)  # its wires come down from the cards above
+                y += BAND_GAP - CARD_GAP if under else 0.0
+                x = left if under else left + (column_width - sizes[n][0]) / 2
+                placed[n] = (round(x, 1), round(y, 1))
                 y += sizes[n][1] + CARD_GAP
             left += column_width + COLUMN_GAP
             bottom = max(bottom, y - CARD_GAP)

@@ -12,7 +12,17 @@ import pytest
 
 from studio.editor.canvas import card_sizes
 from studio.editor.editor import Editor
-from studio.editor.layout import INPUTS, OUTPUTS, READABLE_VIEW, WRAP_UP_TO, Layout, Size, auto_layout, wrapped
+from studio.editor.layout import (
+    BAND_GAP,
+    INPUTS,
+    OUTPUTS,
+    READABLE_VIEW,
+    WRAP_UP_TO,
+    Layout,
+    Size,
+    auto_layout,
+    wrapped,
+)
 from tests.app.editor_browser import big_flow, chain_flow
 from tests.conftest import FLOWS
 
@@ -104,8 +114,8 @@ def test_a_wrap_tucks_the_outputs_under_the_last_card_instead_of_a_band_of_their
     assert inputs_x < words_x < classify_x, "one line, read left to right"
     assert abs(classify_y + sizes["classify"][1] / 2 - (words_y + sizes["words"][1] / 2)) < 1, "in line"
     outputs_x, outputs_y = layout[OUTPUTS]
-    assert outputs_y >= classify_y + sizes["classify"][1], "under the last card"
-    assert classify_x <= outputs_x < classify_x + sizes["classify"][0], "under the last card, not the inputs"
+    assert outputs_y >= classify_y + sizes["classify"][1] + BAND_GAP, "under the last card, with room for wires"
+    assert outputs_x == classify_x, "at its left edge: a wire from the left comes down beside it, not behind it"
 
 
 def test_outputs_that_share_a_band_are_not_tucked() -> None:
