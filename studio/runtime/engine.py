@@ -361,7 +361,8 @@ class _Graph:
             return
         start = time.perf_counter()
         calls: list[CallRecord] = []
-        step = StepRecord(node=path, status="succeeded", started_at=now())
+        started = now()
+        step = StepRecord(node=path, status="succeeded", started_at=started, ended_at=started)  # ended in _finish
         try:
             if self._should_skip(node):
                 step.status = "skipped"
@@ -437,10 +438,13 @@ class _Graph:
                 self.plan.flow.spec.name, path, run_id=self.shared.run.run_id, version=self.shared.run.version
             ),
         )
+        if node.timeout_s is None:  # no scope of its own: an enclosing node's deadline still holds
+            outputs: BaseModel = await node.node.run(inputs, ctx)
+            return outputs.model_dump(mode="json")
         try:
             with templates.time_limit(node.timeout_s):
                 async with asyncio.timeout(node.timeout_s):  # in this task: wait_for would start another
-                    outputs: BaseModel = await node.node.run(inputs, ctx)
+                    outputs = await node.node.run(inputs, ctx)
         except TimeoutError:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
