@@ -438,13 +438,13 @@ class _Graph:
                 self.plan.flow.spec.name, path, run_id=self.shared.run.run_id, version=self.shared.run.version
             ),
         )
-        if node.timeout_s is None:  # no scope of its own: an enclosing node's deadline still holds
-            outputs: BaseModel = await node.node.run(inputs, ctx)
-            return outputs.model_dump(mode="json")
         try:
-            with templates.time_limit(node.timeout_s):
-                async with asyncio.timeout(node.timeout_s):  # in this task: wait_for would start another
-                    outputs = await node.node.run(inputs, ctx)
+            if node.timeout_s is None:  # no scope of its own: an enclosing node's deadline still holds
+                outputs: BaseModel = await node.node.run(inputs, ctx)
+            else:
+                with templates.time_limit(node.timeout_s):
+                    async with asyncio.timeout(node.timeout_s):  # in this task: wait_for would start another
+                        outputs = await node.node.run(inputs, ctx)
         except TimeoutError:
             raise NodeError(f"timed out after {node.timeout_s} s", kind="timeout") from None
         return outputs.model_dump(mode="json")
