@@ -151,9 +151,9 @@ def _banded(sizes: Mapping[str, Size], columns: list[list[str]], per_band: int) 
             column_width = max(sizes[n][0] for n in column)
             y = top + (max(heights) - height) / 2
             for n in column:
-                under = n == OUTPUTS and _tucks(column)  # its wires come down from the cards above
-                y += BAND_GAP - CARD_GAP if under else 0.0
-                x = left if under else left + (column_width - sizes[n][0]) / 2
+                x = left + (column_width - sizes[n][0]) / 2
+                if n == OUTPUTS and _tucks(column):  # its wires come down from the cards above
+                    x, y = left, y + BAND_GAP - CARD_GAP
                 placed[n] = (round(x, 1), round(y, 1))
                 y += sizes[n][1] + CARD_GAP
             left += column_width + COLUMN_GAP

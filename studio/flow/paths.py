@@ -47,7 +47,8 @@ def project_root(flow_dir: Path) -> Path:
 @contextmanager
 def rooted(flow_dir: Path, *, force: bool = False) -> Iterator[None]:
     """Within: `flow_dir` is the root (a run's top flow folder) unless one is set already, or `force`."""
-    token = _ROOT.set((_resolved(flow_dir), force)) if force or _ROOT.get() is None else None
+    root = _resolved(flow_dir) if flow_dir.is_absolute() else flow_dir.resolve()  # a relative one follows the cwd
+    token = _ROOT.set((root, force)) if force or _ROOT.get() is None else None
     try:
         yield
     finally:
@@ -57,7 +58,7 @@ def rooted(flow_dir: Path, *, force: bool = False) -> Iterator[None]:
 
 @functools.lru_cache(maxsize=256)
 def _resolved(folder: Path) -> Path:
-    """A run's root folder, resolved once per process (a served flow's runs share it)."""
+    """An absolute root folder with its links resolved, once per process (a served flow's runs share it)."""
     return folder.resolve()
 
 

@@ -301,15 +301,14 @@ class _Graph:
         ready = [n for n, deps in waiting.items() if not deps]
         while ready or running:
             if self.failure is None and self.crash is None:
-                if len(ready) == 1 and not running:  # a chain: nothing else can start meanwhile
+                if len(ready) == 1 and not running:  # a chain: nothing else can start meanwhile,
                     await self._step(ready[0], finished)  # so the node runs here, without a task
-                    running += 1
-                    ready = []
-                for node_id in ready:
-                    task = asyncio.create_task(self._step(node_id, finished))
-                    self.tasks.add(task)
-                    task.add_done_callback(self.tasks.discard)
-                    running += 1
+                else:
+                    for node_id in ready:
+                        task = asyncio.create_task(self._step(node_id, finished))
+                        self.tasks.add(task)
+                        task.add_done_callback(self.tasks.discard)
+                running += len(ready)
             ready = []
             if not running:
                 break
