@@ -9,7 +9,8 @@ more CPU than either server) sends `wait`-mode POSTs at concurrency 1, 16 and 64
 requests per second and the p50/p95 latency of each request.
 
 The servers are measured in turns, A B C D A B C D ...: each round starts Flowstudio once per
-durability mode (`sync`, `async`, `exit`) and Prompt flow once per engine (flask, its default;
+durability mode (`sync`, `async`, `exit`) and `--workers` count (1 and 2: names ending `-2w`) and
+Prompt flow once per engine (flask, its default;
 `--engines flask,fastapi` adds uvicorn's), so every ratio compares figures taken in the same
 minutes. Figures are medians over the rounds; ratios are Flowstudio's over Prompt flow's.
 
@@ -95,14 +96,15 @@ def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 180)
     raise RuntimeError(f"{url} not ready after {timeout} s")
 
 
-def start_flowstudio(db: Path, mode: str = "sync") -> Target:
+def start_flowstudio(db: Path, mode: str = "sync", workers: int = 1) -> Target:
     port = free_port()
     command = [str(FLOWSTUDIO), "serve", str(FLOW), "--port", str(port), "--db", str(db), "--max-concurrency", "64"]
-    command += ["--durability", mode]
+    command += ["--durability", mode, "--workers", str(workers)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/healthz", process)
-    return Target(f"flowstudio-{mode}", url, "/flows/serve-three/runs", process)
+    name = f"flowstudio-{mode}" + (f"-{workers}w" if workers > 1 else "")
+    return Target(name, url, "/flows/serve-three/runs", process)
 
 
 def start_promptflow(engine: str, home: Path) -> Target:
@@ -259,6 +261,7 @@ def main() -> None:
     parser.add_argument("--no-promptflow", action="store_true", help="Measure Flowstudio only.")
     parser.add_argument("--engines", default="flask", help="Prompt flow engines to measure (flask,fastapi).")
     parser.add_argument("--modes", default="sync,async,exit", help="Flowstudio durability modes to measure.")
+    parser.add_argument("--workers", default="1,2", help="Flowstudio `--workers` counts to measure (each with every mode).")
     args = parser.parse_args()
     engines = [] if args.no_promptflow else args.engines.split(",")
     if engines and not PF.exists():
@@ -267,9 +270,10 @@ def main() -> None:
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for number in range(args.rounds):
-            for mode in args.modes.split(","):
-                target = start_flowstudio(Path(tmp) / f"{mode}-{number}.db", mode)
-                _measure_into(runs, target, args.requests)
+            for workers in (int(count) for count in args.workers.split(",")):
+                for mode in args.modes.split(","):
+                    target = start_flowstudio(Path(tmp) / f"{mode}-{workers}-{number}.db", mode, workers)
+                    _measure_into(runs, target, args.requests)
             for engine in engines:
                 _measure_into(runs, start_promptflow(engine, Path(tmp)), args.requests)
             loads.append(os.getloadavg()[0])

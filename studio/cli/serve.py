@@ -31,6 +31,13 @@ F = TypeVar("F", bound=Callable[..., Any])
     help="Runs executing at once; more wait for a slot.",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes on the one port and store (each runs --max-concurrency runs); a worker that dies is replaced.",
+)
+@click.option(
     "--published", is_flag=True, help="Serve each flow's version tagged prod (else its newest published), not its file."
 )
 @click.option(
@@ -58,6 +65,7 @@ def serve(
     max_body_bytes: int,
     published: bool,
     durability: str | None,
+    workers: int,
 ) -> None:
     """Serve a flow file, or every flow of a folder, over HTTP; prints the URL.
 
@@ -80,6 +88,7 @@ def serve(
         announce=_announce,
         published=published,
         durability=durability,  # type: ignore[arg-type]  # click.Choice checked it
+        workers=workers,
     )
 
 

@@ -75,20 +75,22 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     published: bool = False,
     durability: Durability | None = None,
+    siblings: bool = False,
 ) -> FastAPI:
     """The server of the flow file or folder at `path`, recording runs in the SQLite file `db`.
 
     `hosts` are the names a client may call it by (default: loopback only), `allow_models` the
     model patterns a request may swap in besides the flow's own, `max_body_bytes` the largest body;
     `published` serves each flow's published version (`studio.serve.published`), not its file;
-    `durability` is the mode of runs whose flow names none (`studio.runtime.durability`).
+    `durability` is the mode of runs whose flow names none (`studio.runtime.durability`);
+    `siblings` says other processes serve the same store (`flowstudio serve --workers N`).
     """
     catalog = VersionedCatalog(path, allow_models, db=db, published=published)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = open_store(db)
-        manager = RunManager(store, max_runs)
+        manager = RunManager(store, max_runs, siblings=siblings)
         app.state.manager = manager
         resumed = manager.recover()
         if resumed:

@@ -2,13 +2,18 @@
 the step rows cannot rebuild. One per store kind.
 
 SQLite (one machine): `serve_background` names each background run's process; a server started
-again resumes the runs whose process is gone.
+again, or a sibling worker of `flowstudio serve --workers N`, claims and resumes the runs whose
+process is gone (one claim wins: the row is taken only if it still names the dead process).
 
 PostgreSQL (replicas): `serve_queue` is a work queue. Each background run is a row with an owner
 and a lease; the owner renews the lease (a heartbeat) while it drives the run. A run whose lease
 ran out (its replica was killed, or hangs) is claimed by one other replica with
 `SELECT ... FOR UPDATE SKIP LOCKED`, which resumes it from its checkpoints; an owner whose
 renewal finds the row taken stops driving it, so no run is driven twice at once.
+
+Cancelling a run another process drives (a sibling worker, a replica): `serve_cancels` holds the
+request until the process driving the run finds it (`cancels`, polled by the run manager) and
+cancels the run's task there.
 
 Fencing: `claims` is the lease's generation, raised by every claim that changes the owner. The
 owner fences each background run it drives with the generation it claimed
@@ -36,12 +41,14 @@ LEASE_ENV = "FLOWSTUDIO_LEASE_S"
 DEFAULT_LEASE_S = 15.0
 """How long a replica's claim on a background run lasts without a heartbeat."""
 
+_CANCELS = "CREATE TABLE IF NOT EXISTS serve_cancels (run_id TEXT PRIMARY KEY, asked_at TEXT NOT NULL)"
 _SQLITE_TABLES = (
     """CREATE TABLE IF NOT EXISTS serve_background (
     run_id TEXT PRIMARY KEY, owner_pid INTEGER NOT NULL, started_at TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS serve_events (
     run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
     data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor))""",
+    _CANCELS,
 )
 _POSTGRES_TABLES = (
     """CREATE TABLE IF NOT EXISTS serve_queue (
@@ -50,6 +57,7 @@ _POSTGRES_TABLES = (
     """CREATE TABLE IF NOT EXISTS serve_events (
     run_id TEXT NOT NULL, major INTEGER NOT NULL, minor INTEGER NOT NULL, name TEXT NOT NULL,
     data TEXT NOT NULL, PRIMARY KEY (run_id, major, minor))""",
+    _CANCELS,
 )
 
 
@@ -73,6 +81,18 @@ class Ledger(Protocol):
 
     def mark_background(self, run_id: str) -> None:
         """This server drives a background run (and holds its lease)."""
+        ...
+
+    def ask_cancel(self, run_id: str) -> None:
+        """Ask the process that drives the run to cancel it."""
+        ...
+
+    def cancels(self, run_ids: list[str]) -> list[str]:
+        """Which of `run_ids` (runs this server drives) were asked to be cancelled; takes the requests."""
+        ...
+
+    def drop_cancel(self, run_id: str) -> None:
+        """Withdraw a cancel request nobody took."""
         ...
 
     def orphans(self) -> list[str]:
@@ -150,7 +170,34 @@ class SQLiteLedger:
             "SELECT b.run_id, b.owner_pid FROM serve_background b JOIN runs r ON r.run_id = b.run_id "
             "WHERE r.status = 'running' ORDER BY b.started_at"
         ).fetchall()
-        return [run_id for run_id, owner in rows if owner == os.getpid() or not process_exists(owner)]
+        me = os.getpid()
+        gone = [(run_id, owner) for run_id, owner in rows if owner == me or not process_exists(owner)]
+        if not gone:
+            return []
+        with self.store.transaction() as conn:  # sibling workers may look at once: one claim wins
+            return [
+                run_id
+                for run_id, owner in gone
+                if conn.execute(
+                    "UPDATE serve_background SET owner_pid = ? WHERE run_id = ? AND owner_pid = ?", (me, run_id, owner)
+                ).rowcount
+            ]
+
+    def ask_cancel(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("INSERT OR REPLACE INTO serve_cancels VALUES (?, ?)", (run_id, now()))
+
+    def cancels(self, run_ids: list[str]) -> list[str]:
+        asked = {row[0] for row in self.store.conn.execute("SELECT run_id FROM serve_cancels").fetchall()}
+        taken = sorted(asked.intersection(run_ids))
+        if taken:
+            with self.store.transaction() as conn:
+                conn.executemany("DELETE FROM serve_cancels WHERE run_id = ?", [(run_id,) for run_id in taken])
+        return taken
+
+    def drop_cancel(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM serve_cancels WHERE run_id = ?", (run_id,))
 
     def forget(self, run_id: str) -> None:
         pass
@@ -253,6 +300,23 @@ class PostgresLedger:
         for run_id, claims in claimed:
             self._fence(run_id, claims)
         return taken
+
+    def ask_cancel(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("INSERT INTO serve_cancels VALUES (%s, %s) ON CONFLICT (run_id) DO NOTHING", (run_id, now()))
+
+    def cancels(self, run_ids: list[str]) -> list[str]:
+        if not run_ids:
+            return []
+        with self.store.transaction() as conn:
+            rows = conn.execute(
+                "DELETE FROM serve_cancels WHERE run_id = ANY(%s) RETURNING run_id", (run_ids,)
+            ).fetchall()
+        return sorted(row[0] for row in rows)
+
+    def drop_cancel(self, run_id: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute("DELETE FROM serve_cancels WHERE run_id = %s", (run_id,))
 
     def renew(self, run_ids: list[str]) -> list[str]:
         if not run_ids:

@@ -11,6 +11,12 @@ store's step rows cannot rebuild (`step_started`, a resume's `run_started`) goes
 `serve_events` as it is sent, so a replay gives it the same id, on any replica. On PostgreSQL a
 background run's writes are fenced by this server's lease: one refused (`LeaseLost`, the run was
 taken over while this server was paused or cut off) stops the run here.
+
+Where other processes serve the same store (the workers of `flowstudio serve --workers N`, replicas
+on PostgreSQL), a client's request may reach a process that does not drive the run it names. Such
+a server (`siblings`) watches the store: every `CANCEL_POLL_S` it cancels the runs it drives that
+another process was asked to cancel (the ledger's `serve_cancels`), and every `CLAIM_S` it renews
+its leases and resumes the background runs whose process is gone.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ KEEP_ALIVE_S = 15.0
 POLL_S = 0.25
 CLAIM_S = 1.0
 """How often a replica on a shared store renews its leases and looks for runs to take over."""
+CANCEL_POLL_S = 0.25
+"""How often a server with siblings looks for requests to cancel the runs it drives."""
+CANCEL_WAIT_S = 10.0
+"""How long a cancel asked of another process waits for the run to stop before answering 409."""
 
 
 class NotNow(Exception):
@@ -135,16 +145,18 @@ class RunTask:
 class RunManager:
     """The runs this server drives, and the store they are recorded in."""
 
-    def __init__(self, store: Store, max_concurrency: int) -> None:
+    def __init__(self, store: Store, max_concurrency: int, *, siblings: bool = False) -> None:
         self.store = store
         self.ledger = ledger_for(store, on_lost=self._lost)
+        self.siblings = siblings or self.ledger.shared
+        """Whether other server processes serve this store (then this one watches it: `watch`)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         """The loop the run tasks run on (set by `start`)."""
         self.slots = asyncio.Semaphore(max_concurrency)
         self.active: dict[str, RunTask] = {}
         self.tasks: set[RunTask] = set()
         self.watcher: asyncio.Task[None] | None = None
-        """On a shared store: the task renewing leases and claiming runs (`watch`)."""
+        """With siblings: the task taking cancel requests, renewing leases and claiming runs (`watch`)."""
 
     def start(self, begin: Start, mode: Mode, *, resuming: str | None = None) -> RunTask:
         """Start a run task now; listen to its channel before the first await to miss nothing."""
@@ -214,13 +226,28 @@ class RunManager:
         if running is not None and running.task is not None:
             running.task.cancel()
             await asyncio.wait({running.task})
-        elif record.status in ("waiting", "failed"):
+        elif record.status in ("waiting", "failed", "interrupted"):
             self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
+        elif record.status == "running" and self.siblings:
+            return await self._cancel_elsewhere(run_id)
         elif record.status == "running":
             raise NotNow(f"run {run_id} is not running in this server; cancel it where it runs")
         elif record.status == "succeeded":
             raise NotNow(f"run {run_id} already succeeded")
         return self.get(run_id)
+
+    async def _cancel_elsewhere(self, run_id: str) -> RunRecord:
+        """Ask the process driving the run to cancel it, and wait until the store shows it stopped."""
+        self.ledger.ask_cancel(run_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CANCEL_WAIT_S
+        while loop.time() < deadline:
+            record = self.get(run_id)
+            if record.status != "running":
+                return record
+            await asyncio.sleep(0.05)
+        self.ledger.drop_cancel(run_id)
+        raise NotNow(f"run {run_id} runs in another server process, which did not stop it within {CANCEL_WAIT_S:g} s")
 
     def check_resumable(self, run_id: str) -> RunRecord:
         record = self.get(run_id)
@@ -278,7 +305,7 @@ class RunManager:
     def recover(self) -> list[str]:
         """Resume the background runs a server that is gone left `running`; returns their ids.
         On a shared store, also start `watch`, which goes on doing so."""
-        if self.ledger.shared and self.watcher is None:
+        if self.siblings and self.watcher is None:
             self.watcher = asyncio.create_task(self.watch())
         resumed = []
         for run_id in self.ledger.orphans():
@@ -291,10 +318,14 @@ class RunManager:
         return resumed
 
     async def watch(self) -> None:
-        """Every CLAIM_S: renew this server's leases (stop driving a run another server took),
-        then claim and resume the runs whose lease ran out."""
+        """Every CANCEL_POLL_S: cancel the runs another process was asked to cancel. Every CLAIM_S:
+        renew this server's leases (stop driving a run another server took), then claim and resume
+        the runs whose lease ran out or whose process is gone."""
+        polls = round(CLAIM_S / CANCEL_POLL_S)
         while True:
-            await asyncio.sleep(CLAIM_S)
+            for _ in range(polls):
+                await asyncio.sleep(CANCEL_POLL_S)
+                await self._take_cancels()
             try:
                 for run_id in await asyncio.to_thread(self.ledger.renew, self._background()):
                     self._taken(run_id)
@@ -304,6 +335,25 @@ class RunManager:
                 continue
             if resumed:
                 log.warning("taking over %d background run(s): %s", len(resumed), ", ".join(resumed))
+
+    async def _take_cancels(self) -> None:
+        """Cancel the runs this server drives that a request reaching another process asked to stop."""
+        if not self.active:
+            return
+        driven = list(self.active)
+        try:  # PostgreSQL's round trip off the loop; SQLite's connection stays on the loop's thread
+            asked = (
+                await asyncio.to_thread(self.ledger.cancels, driven)
+                if self.ledger.shared
+                else self.ledger.cancels(driven)
+            )
+        except Exception:
+            log.exception("reading cancel requests failed; trying again")
+            return
+        for run_id in asked:
+            running = self.active.get(run_id)
+            if running is not None and running.task is not None:
+                running.task.cancel()
 
     def _lost(self, run_id: str) -> None:
         """A fenced write found the run taken (told from the writer's thread or this loop)."""

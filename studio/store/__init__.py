@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 from studio.errors import InputError
@@ -50,7 +51,11 @@ def open_store(db: str | Path | None = None, *, group_commit: bool = True) -> St
     """The one place a store is opened from a location: PostgreSQL for a `postgresql://` URL, else SQLite."""
     where = db_location(db)
     if isinstance(where, Path):
-        return SQLiteStore(where, group_commit=group_commit)
+        try:
+            return SQLiteStore(where, group_commit=group_commit)
+        except (OSError, sqlite3.Error) as err:  # a folder that cannot be made, a file that is no database
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise InputError(f"{where}: cannot open the store: {reason}", field="--db") from None
     try:
         from studio.store.postgres import PostgresStore
     except ImportError as err:
