@@ -261,7 +261,9 @@ def main() -> None:
     parser.add_argument("--no-promptflow", action="store_true", help="Measure Flowstudio only.")
     parser.add_argument("--engines", default="flask", help="Prompt flow engines to measure (flask,fastapi).")
     parser.add_argument("--modes", default="sync,async,exit", help="Flowstudio durability modes to measure.")
-    parser.add_argument("--workers", default="1,2", help="Flowstudio `--workers` counts to measure (each with every mode).")
+    parser.add_argument(
+        "--workers", default="1,2", help="Flowstudio `--workers` counts to measure (each with every mode)."
+    )
     args = parser.parse_args()
     engines = [] if args.no_promptflow else args.engines.split(",")
     if engines and not PF.exists():

@@ -283,9 +283,49 @@ def _expression(source: str) -> Any:
     return _ENV.compile_expression(source, undefined_to_none=False)
 
 
+@lru_cache(maxsize=512)
+def _plain(source: str) -> tuple[tuple[bool, str], ...] | None:
+    """A template made only of text and bare `{{ name }}`s, as (is a name, text or name) pieces;
+    None for any other. Such a template reads no attribute and calls nothing, so it needs neither
+    the sandbox nor the budget: `render` joins its pieces (what Jinja2 would make of them)."""
+    pieces: list[tuple[bool, str]] = []
+    for node in _ENV.parse(source).body:
+        if not isinstance(node, nodes.Output):
+            return None
+        for child in node.nodes:
+            if isinstance(child, nodes.TemplateData):
+                pieces.append((False, child.data))
+            elif isinstance(child, nodes.Name) and child.ctx == "load":
+                pieces.append((True, child.name))
+            else:
+                return None
+    return tuple(pieces)
+
+
+def _joined(pieces: tuple[tuple[bool, str], ...], context: dict[str, Any]) -> str | None:
+    """A plain template's text, or None when a name is not in `context` (Jinja2 says what it is)."""
+    parts: list[str] = []
+    for is_name, text in pieces:
+        if not is_name:
+            parts.append(text)
+        elif text in context:
+            value = context[text]
+            parts.append(value if isinstance(value, str) else str(value))
+        else:
+            return None
+    joined = "".join(parts)
+    if len(joined) > MAX_RENDERED_CHARS:
+        raise TemplateError(f"rendered text exceeds {MAX_RENDERED_CHARS} characters")
+    return joined
+
+
 def render(source: str, context: dict[str, Any]) -> str:
     """Render a template in the sandbox, under the budget; every failure becomes a TemplateError."""
     try:
+        pieces = _plain(source)
+        joined = _joined(pieces, context) if pieces is not None else None
+        if joined is not None:
+            return joined
         template = _template(source)
 
         def work() -> str:

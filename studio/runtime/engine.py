@@ -17,7 +17,7 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -93,6 +93,11 @@ class RunOptions:
     def of_run(cls, record: RunRecord) -> RunOptions:
         """The options a run was started with: what a resume or a rerun keeps (the one place they are read back)."""
         return cls.from_json(record.options)
+
+    def as_json(self) -> dict[str, Any]:
+        """The options as the run records them (`dataclasses.asdict` without its deep copy: every
+        field is a plain value but `models`, copied here)."""
+        return {**vars(self), "models": dict(self.models)}
 
 
 @dataclass
@@ -220,6 +225,12 @@ class _Graph:
         """This plan's clients by alias (looked up once: a key costs a serialisation)."""
         self.flow_dir = plan.flow.base_dir
         """The flow's folder, once (a flow read from text is in the working directory: a system call)."""
+
+    def adopt(self, clients: dict[str, ModelClient]) -> None:
+        """Use clients already built for this plan's aliases (by `Engine.check_models`)."""
+        for alias, client in clients.items():
+            key = (self.plan.models[alias].model_dump_json(), str(self.flow_dir))
+            self.clients[alias] = self.shared.clients.setdefault(key, client)
 
     def client(self, alias: str) -> ModelClient:
         """The alias' client: one per model setting and folder in a run (sub-flows share them)."""
@@ -527,9 +538,13 @@ class Engine:
     def check_models(self, plan: Plan) -> dict[str, Callable[..., Any]]:
         """Build each alias' client and import the flow's tools once, so a bad model setting or
         tool is bad input, found before the run exists. Returns the tools."""
-        for alias in sorted({n.model for n in plan.nodes.values() if n.model}):
-            client_for(plan.models[alias], plan.flow.base_dir)
-        return resolve_tools(plan.flow)
+        return self._prepare(plan)[0]
+
+    def _prepare(self, plan: Plan) -> tuple[dict[str, Callable[..., Any]], dict[str, ModelClient]]:
+        """`check_models`, keeping the clients it built (the run uses them)."""
+        aliases = sorted({n.model for n in plan.nodes.values() if n.model})
+        clients = {alias: client_for(plan.models[alias], plan.flow.base_dir) for alias in aliases}
+        return resolve_tools(plan.flow), clients
 
     async def run(
         self,
@@ -545,7 +560,7 @@ class Engine:
         options = options or RunOptions()
         options = replace(options, durability=choose(options.durability, plan.flow.spec.durability))
         values = prepare_inputs(plan, inputs)
-        tools = self.check_models(plan)
+        prepared = self._prepare(plan)
         flow = plan.flow
         record = RunRecord(
             run_id=new_id(),
@@ -553,7 +568,7 @@ class Engine:
             flow_path=str(flow.path) if flow.path else None,
             flow_hash=flow.hash,
             inputs=values,
-            options=asdict(options),
+            options=options.as_json(),
             experiment_id=experiment_id,
             parent_run_id=parent_run_id,
             version=options.version or flow.hash,
@@ -561,7 +576,7 @@ class Engine:
         await self.recorder.create_run(record, flow.text)
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps)
         shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
-        return await self._execute(shared, plan, tools)
+        return await self._execute(shared, plan, prepared)
 
     async def continue_run(
         self,
@@ -581,17 +596,21 @@ class Engine:
             problem = plan.nodes[path].node.refuse_value(value) if path in plan.nodes else None
             if problem:
                 raise InputError(problem, field=f"values.{path}")
-        tools = self.check_models(plan)
+        prepared = self._prepare(plan)
         self.store.set_status(record.run_id, "running")
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps, record.cost_usd, record.tokens)
         budget.steps = steps_done
         shared = _Shared(self, record, options, budget, finished, supplied=supplied or {})
-        return await self._execute(shared, plan, tools)
+        return await self._execute(shared, plan, prepared)
 
-    async def _execute(self, shared: _Shared, plan: Plan, tools: dict[str, Callable[..., Any]]) -> RunResult:
+    async def _execute(
+        self, shared: _Shared, plan: Plan, prepared: tuple[dict[str, Callable[..., Any]], dict[str, ModelClient]]
+    ) -> RunResult:
         run_id = shared.run.run_id
         self.emit("run_started", run_id=run_id, plan=plan, run=shared.run)
+        tools, clients = prepared
         graph = _Graph(shared, plan, shared.run.inputs, tools=tools)
+        graph.adopt(clients)
         try:
             with paths.rooted(plan.flow.base_dir):
                 await graph.execute()

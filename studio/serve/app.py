@@ -23,7 +23,7 @@ from studio.errors import FlowError, InputError
 from studio.flow.spec import Durability
 from studio.runtime import runner
 from studio.runtime.durability import choose
-from studio.runtime.engine import Engine, RunOptions
+from studio.runtime.engine import Engine, RunOptions, RunResult
 from studio.runtime.runner import FlowChanged
 from studio.serve import DEFAULT_MAX_RUNS, chat
 from studio.serve.catalog import Catalog, NotFound
@@ -33,7 +33,7 @@ from studio.serve.feedback import FeedbackRequest, add_review, feedback_row
 from studio.serve.guard import DEFAULT_MAX_BODY_BYTES, BearerAuth, BodyLimit, BodyTooLarge, HostGuard, Hosts
 from studio.serve.manager import Mode, NotNow, RunManager, Start
 from studio.serve.published import VersionedCatalog
-from studio.serve.schemas import add_flow_paths, check_inputs, inputs_schema
+from studio.serve.schemas import add_flow_paths, check_inputs
 from studio.store import open_store
 from studio.store.base import step_row
 
@@ -153,7 +153,7 @@ def _add_routes(app: FastAPI, catalog: Catalog) -> None:
     async def run_flow(name: str, body: RunRequest, request: Request) -> Response:
         """Run a flow: `wait` answers 200 and the run, `stream` server-sent events, `background` 202."""
         served = catalog.get(name)
-        check_inputs(inputs_schema(served.plan), body.inputs)
+        check_inputs(served.inputs_schema, body.inputs)
         plan = catalog.plan(served, body.models)
         stream = body.mode == "stream"  # tokens only when streamed
         durability = choose(None, plan.flow.spec.durability, request.app.state.durability)
@@ -231,6 +231,8 @@ async def respond(
     """Start a run task and answer as `mode` says: a `wait` run as `flowstudio run --json` prints it
     plus the version it ran (its error naming files relative to the `catalog`'s folder)."""
     run = manager.start(begin, mode, resuming=resuming)
+    if mode == "wait":  # what the engine refuses before the run exists is raised here as well
+        return _answer(await run.result(), run.version, catalog)
     queue = run.channel.listen() if mode == "stream" else None
     try:
         run_id = await run.wait_started()
@@ -238,11 +240,14 @@ async def respond(
         if queue is not None:
             run.channel.forget(queue)
         raise
-    if mode == "background":
+    if queue is None:
         return JSONResponse({"run_id": run_id}, status_code=202)
-    if queue is not None:
-        return sse(run.events(queue))
-    answer = {**(await run.result()).as_json(), "version": run.version}
+    return sse(run.events(queue))
+
+
+def _answer(result: RunResult, version: str | None, catalog: Catalog | None) -> Response:
+    """A `wait` run as `flowstudio run --json` prints it, plus the version it ran."""
+    answer = {**result.as_json(), "version": version}
     if catalog is not None and isinstance(answer.get("error"), str):
         answer["error"] = catalog.relative(answer["error"])
     return JSONResponse(answer)

@@ -8,6 +8,7 @@ and what it reads, `studio.versions.snapshot`). Files that do not load are left 
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import logging
 import os
@@ -15,13 +16,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from studio.errors import FlowError, InputError
 from studio.flow.paths import PathRefused, confine
 from studio.flow.spec import Flow, load_flow_text
 from studio.models import client_for
 from studio.runtime.compiler import Plan, compile_flow
-from studio.runtime.io_schema import flow_schema, output_types
+from studio.runtime.io_schema import flow_schema, inputs_schema, output_types
 from studio.types import PortType
 
 log = logging.getLogger("flowstudio.serve")
@@ -49,6 +51,11 @@ class ServedFlow:
     @property
     def flow(self) -> Flow:
         return self.plan.flow
+
+    @functools.cached_property
+    def inputs_schema(self) -> dict[str, Any]:
+        """The JSON Schema a request's inputs are checked against (built once per flow version; never changed)."""
+        return inputs_schema(self.plan)
 
     def listing(self) -> dict[str, object]:
         """One entry of `GET /flows`."""

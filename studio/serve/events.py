@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,11 +196,12 @@ class Channel:
         self.key = (self.key[0], self.key[1], self.key[2] + 1)
         self._send(Event(self.key, "token", data))
 
-    def row(self, data: dict[str, Any]) -> None:
-        """`step_finished`: the store has one step row more."""
+    def row(self, data: Callable[[], dict[str, Any]]) -> None:
+        """`step_finished`: the store has one step row more (its data made only for listeners)."""
         self.rows += 1
         self.key = (2 * self.rows, 0, 0)
-        self._send(Event(self.key, "step_finished", data))
+        if self.listeners:
+            self._send(Event(self.key, "step_finished", data()))
 
     def finish(self, record: RunRecord, steps: list[StepRecord]) -> None:
         for event in closing(record, steps, self.key):

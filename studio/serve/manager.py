@@ -98,7 +98,7 @@ class RunTask:
         elif event == "token":
             self.channel.token({"run_id": details["run_id"], "node": details["node"], "text": details["text"]})
         elif event == "step_finished":
-            self.channel.row(step_data(details["run_id"], details["step"]))
+            self.channel.row(functools.partial(step_data, details["run_id"], details["step"]))
         elif event == "run_finished" and details.get("status") != "cancelled" and self.channel.listeners:
             self.finish()
 

@@ -20,7 +20,7 @@ MODES = ["wait", "stream", "background"]
 def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") -> None:
     """Validate a client's inputs strictly against the published schema (an `integer` refuses "5"
     and true); raises InputError naming the first input at fault (`inputs.count`)."""
-    errors = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(inputs), key=lambda e: list(e.path))
+    errors = sorted(_validator_of(schema).iter_errors(inputs), key=lambda e: list(e.path))
     if not errors:
         return
     error = errors[0]
@@ -38,6 +38,22 @@ def check_inputs(schema: dict[str, Any], inputs: object, field: str = "inputs") 
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     wanted = error.schema.get("type") or "the published schema"
     raise InputError(f"{'.'.join(path) or field}: expected {wanted}, got {shown}", field=where)
+
+
+_HELD: dict[int, tuple[dict[str, Any], Any]] = {}
+"""Validators by the id of the schema object they were made for (a served flow's schema is made
+once per version and never changed), so a request does not serialise its schema to find one."""
+
+
+def _validator_of(schema: dict[str, Any]) -> Any:
+    held = _HELD.get(id(schema))
+    if held is not None and held[0] is schema:
+        return held[1]
+    if len(_HELD) >= 256:
+        _HELD.clear()
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    _HELD[id(schema)] = (schema, validator)
+    return validator
 
 
 @functools.lru_cache(maxsize=128)

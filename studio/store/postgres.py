@@ -190,6 +190,10 @@ class PostgresWriter(GroupWriter):
         super().__init__(Path("postgres"), connect)
         self.fences = fences
 
+    def _open_turns(self) -> int | None:
+        """None: PostgreSQL's own locks order the replicas' transactions (no lock file)."""
+        return None
+
     async def write(self, write: Write) -> Any:
         """`GroupWriter.write`, behind the write's fence."""
         return await super().write(fenced(self.fences, write))

@@ -14,14 +14,13 @@ is the durability mode's choice (`studio.runtime.durability`), on top of this.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store
 from studio.store.group import GroupWriter
 from studio.store.rows import EndRun, InsertRun, InsertStep, PutCache, ended
 
 
-@runtime_checkable
 class GroupCommitted(Protocol):
     """A store that can queue the engine's writes on a group-commit writer, which takes the row
     writes of `studio.store.rows` (an `EndRun` returns the run's row as it now stands)."""
@@ -35,7 +34,10 @@ class Recorder:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self.writer = store.writer if isinstance(store, GroupCommitted) else None
+        writer = (
+            store.writer if hasattr(store, "writer") else None
+        )  # `GroupCommitted` (isinstance of a protocol is slow)
+        self.writer: GroupWriter | None = writer
         """The store's group-commit writer; None: each write is the store's own operation, at once."""
 
     @property

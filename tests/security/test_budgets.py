@@ -91,6 +91,32 @@ def test_ordinary_templates_still_work() -> None:
 
 
 @pytest.mark.parametrize(
+    ("source", "context"),
+    [
+        ("Write a headline about {{ topic }}.", {"topic": "tea"}),
+        ("{{ request }}", {"request": None}),
+        ("a\n{{ b }}\n", {"b": [1, {"x": 2.5}]}),
+        ("{{ a }}{{b}} and {{ c }}\n\n", {"a": 1.5, "b": True, "c": "z"}),
+        ("plain text\n", {}),
+        ("", {}),
+    ],
+)
+def test_a_plain_template_renders_as_jinja_would_without_the_sandbox(source: str, context: dict[str, object]) -> None:
+    """Text and bare names only: joined without Jinja2, to the same text."""
+    assert templates._plain(source) is not None
+    assert templates.render(source, context) == templates._template(source).render(**context)
+
+
+def test_a_plain_template_keeps_the_size_cap_and_jinjas_errors() -> None:
+    with pytest.raises(TemplateError, match="rendered text exceeds"):
+        templates.render("{{ a }}{{ a }}", {"a": "x" * 150_000})
+    with pytest.raises(TemplateError, match="'missing' is undefined"):
+        templates.render("{{ missing }}", {})
+    assert templates.render("{{ range(2) | list }}", {}) == "[0, 1]"  # not plain: Jinja2 renders it
+    assert templates._plain("{{ x.y }}") is None and templates._plain("{% if x %}y{% endif %}") is None
+
+
+@pytest.mark.parametrize(
     "expression",
     ["9**99**99", "((10**100)**100)**100", "(2**100)**100", "*".join(["10**99"] * 14)],
 )
