@@ -28,7 +28,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from studio.serve.server import Settings, run
+from studio.serve.process import Settings, run
 
 log = logging.getLogger("flowstudio.serve")
 STOP_S = 20.0
