@@ -1,15 +1,19 @@
 """Durability modes: when a run's finished steps reach the store (LangGraph's `durability`).
 
 - `sync` (the default): a step's dependents start once its row is committed. A crash loses
-  only the steps in flight.
+  only the steps in flight. The run's last step, which nothing but the end waits on, shares the
+  end's commit.
 - `async`: a step's write is queued in the background and its dependents start at once; the
   run's end waits for every queued write before the run is made final. A crash loses at most
   the steps whose writes were still queued, never a finished run's record.
 - `exit`: steps are kept in memory and written together with the run's end (one group
   commit). A crash before the end leaves the run with no steps: a resume runs it from the start.
 
-The run row itself is written when the run starts in every mode, so a crashed run is always
-listed (`interrupted`) and `resume` finds it. Chosen per run (`RunOptions.durability`, the CLI's
+The run row itself is queued when the run starts in every mode and committed ahead of every later
+write (the writer keeps their order): before a `sync` run's first dependent starts, in the
+background while an `async` or `exit` run's nodes run, at the latest with the run's end. So a run
+that crashed after its first commit is listed (`interrupted`) and `resume` finds it; a server tells
+a client a run's id before the run ends (a background run, a stream) only once its row is committed. Chosen per run (`RunOptions.durability`, the CLI's
 `--durability`), per flow (the flow file's `durability:`) or per server (`serve --durability`).
 """
 
@@ -37,8 +41,9 @@ def choose(run: Durability | None, flow: Durability | None, server: Durability |
 class StepWriter(Protocol):
     """How the engine hands one run's steps and its end to the store (through its `Recorder`)."""
 
-    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        """Record a finished step (when it is durable depends on the mode)."""
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord], last: bool = False) -> None:
+        """Record a finished step (when it is durable depends on the mode); `last`: no node of the
+        run is left to run, so nothing but the run's end waits on the step."""
         ...
 
     async def end(
@@ -52,24 +57,46 @@ class StepWriter(Protocol):
         ...
 
 
+Kept = tuple[str, StepRecord, list[CallRecord]]
+
+
 class SyncWriter:
-    """`sync`: each step is committed before the engine goes on."""
+    """`sync`: each step is committed before the engine goes on; the run's last step, which only
+    the end waits on, is written with the end (one commit for both)."""
 
     def __init__(self, recorder: Recorder) -> None:
         self.recorder = recorder
+        self.kept: list[Kept] = []
+        """Steps written with the run's end."""
 
-    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        """Commit the step now."""
-        await self.recorder.finish_step(run_id, step, calls)
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord], last: bool = False) -> None:
+        """Commit the step now (the last one: with the end)."""
+        if last:
+            self.kept.append((run_id, step, calls))
+        else:
+            await self.recorder.finish_step(run_id, step, calls)
+
+    def _take(self) -> list[Coroutine[Any, Any, None]]:
+        kept, self.kept = self.kept, []
+        return [self.recorder.finish_step(run_id, step, calls) for run_id, step, calls in kept]
 
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        """Make the run final."""
-        return await self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
+        """Write the kept steps and the run's end, queued together so they share a commit."""
+        if not self.recorder.in_order:
+            await _write_all(self.recorder, self._take())
+            return await self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
+        ending = self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
+        *_, record = await asyncio.gather(*self._take(), ending)
+        assert isinstance(record, RunRecord)
+        return record
 
     async def flush(self) -> None:
-        """Nothing is pending."""
+        """Write the kept steps (queued together: one transaction with group commit), and wait
+        for every write queued before (the run's row)."""
+        await _write_all(self.recorder, self._take())
+        await self.recorder.settled()
 
 
 class AsyncWriter(SyncWriter):
@@ -82,15 +109,22 @@ class AsyncWriter(SyncWriter):
         super().__init__(recorder)
         self.pending: list[asyncio.Task[None]] = []
 
-    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
-        """Queue the step's commit and return at once."""
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord], last: bool = False) -> None:
+        """Queue the step's commit and return at once (the last one: kept for the end's commit)."""
+        if last:
+            self.kept.append((run_id, step, calls))
+            return
         before = self.pending[-1] if self.pending and not self.recorder.in_order else None
         self.pending = [task for task in self.pending if _unsettled(task)]
         write = self.recorder.finish_step(run_id, step, calls)
         self.pending.append(asyncio.create_task(write if before is None else _after(before, write)))
 
     async def flush(self) -> None:
-        """Wait for every queued commit; raises the first one's error."""
+        """Wait for every queued commit (raises the first one's error), then write the kept steps."""
+        await self._steps_written()
+        await super().flush()
+
+    async def _steps_written(self) -> None:
         pending, self.pending = self.pending, []
         results = await asyncio.gather(*pending, return_exceptions=True)
         for result in results:
@@ -100,8 +134,8 @@ class AsyncWriter(SyncWriter):
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        """Wait for the queued steps, then make the run final."""
-        await self.flush()
+        """Wait for the queued steps, then write the kept ones with the run's end."""
+        await self._steps_written()
         return await super().end(run_id, status=status, outputs=outputs, error=error)
 
 
@@ -109,33 +143,9 @@ class ExitWriter(SyncWriter):
     """`exit`: steps are kept in memory and written with the run's end, in one group commit
     where the store has one (SQLite: the steps and the end share a transaction)."""
 
-    def __init__(self, recorder: Recorder) -> None:
-        super().__init__(recorder)
-        self.buffered: list[tuple[str, StepRecord, list[CallRecord]]] = []
-
-    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
+    async def step(self, run_id: str, step: StepRecord, calls: list[CallRecord], last: bool = False) -> None:
         """Keep the step until the run ends."""
-        self.buffered.append((run_id, step, calls))
-
-    def _take(self) -> list[Coroutine[Any, Any, None]]:
-        buffered, self.buffered = self.buffered, []
-        return [self.recorder.finish_step(run_id, step, calls) for run_id, step, calls in buffered]
-
-    async def flush(self) -> None:
-        """Write the kept steps (queued together: one transaction with group commit)."""
-        await _write_all(self.recorder, self._take())
-
-    async def end(
-        self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
-    ) -> RunRecord:
-        """Write the kept steps and the run's end, queued together so they share a commit."""
-        if not self.recorder.in_order:
-            await _write_all(self.recorder, self._take())
-            return await super().end(run_id, status=status, outputs=outputs, error=error)
-        ending = self.recorder.finish_run(run_id, status=status, outputs=outputs, error=error)
-        *_, record = await asyncio.gather(*self._take(), ending)
-        assert isinstance(record, RunRecord)
-        return record
+        self.kept.append((run_id, step, calls))
 
 
 async def _write_all(recorder: Recorder, writes: list[Coroutine[Any, Any, None]]) -> None:

@@ -398,7 +398,8 @@ class _Graph:
         step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
         step.cost_usd = sum(c.cost_usd for c in calls)
         step.cached = bool(calls) and all(c.cache_hit for c in calls)
-        await self.shared.writer.step(self.shared.run.run_id, step, calls)
+        last = not self.depth and len(self.results) == len(self.plan.nodes)  # the run's last node
+        await self.shared.writer.step(self.shared.run.run_id, step, calls, last)
         if step.status == "failed" and self.failure is None:
             self.failure = f"node {step.node!r} failed: {step.error}"
         summary = StepSummary(
@@ -573,7 +574,7 @@ class Engine:
             parent_run_id=parent_run_id,
             version=options.version or flow.hash,
         )
-        await self.recorder.create_run(record, flow.text)
+        self.recorder.create_run(record, flow.text)  # queued: committed with the run's first awaited write
         budget = Budget(options.max_cost, options.max_tokens, options.max_steps)
         shared = _Shared(self, record, options, budget, finished or {}, copy_finished=finished is not None)
         return await self._execute(shared, plan, prepared)

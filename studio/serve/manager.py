@@ -124,6 +124,7 @@ class RunTask:
         waiters: set[asyncio.Future[Any]] = {self.started, self.task}
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
         if self.started.done():
+            await self.manager.ledger.flush()  # the run's row, queued as it started, is committed
             return self.started.result()
         self.task.result()
         raise RuntimeError("the run ended before it started")
@@ -221,12 +222,13 @@ class RunManager:
 
     async def cancel(self, run_id: str) -> RunRecord:
         """Cancel a run this server drives, or close a waiting or failed one, as `cancelled`."""
-        record = self.get(run_id)
         running = self.active.get(run_id)
-        if running is not None and running.task is not None:
+        if running is not None and running.task is not None:  # its row may still be queued: not read first
             running.task.cancel()
             await asyncio.wait({running.task})
-        elif record.status in ("waiting", "failed", "interrupted"):
+            return self.get(run_id)
+        record = self.get(run_id)
+        if record.status in ("waiting", "failed", "interrupted"):
             self.store.finish_run(run_id, status="cancelled", outputs=None, error="cancelled")
         elif record.status == "running" and self.siblings:
             return await self._cancel_elsewhere(run_id)

@@ -13,7 +13,6 @@ is the durability mode's choice (`studio.runtime.durability`), on top of this.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Protocol
 
 from studio.store.base import CallRecord, RunRecord, RunStatus, StepRecord, Store
@@ -46,17 +45,20 @@ class Recorder:
         they were queued; else each must wait for the one before."""
         return self.writer is not None
 
-    async def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
-        """Record a new run, with the flow text it runs (`RunStore.create_run`)."""
+    def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
+        """Record a new run, with the flow text it runs (`RunStore.create_run`). On a group-commit
+        writer the row is queued, not awaited: it is committed before (or with) any write queued
+        after it, so the run's first awaited write (a `sync` step, the end) makes it durable too;
+        `settled` waits for it where someone must find the run before that (a background run's id)."""
         if self.writer is None:
             self.store.create_run(run, flow_text)
-            return
-        try:
-            await self.writer.write(InsertRun.of(run, flow_text))
-        except asyncio.CancelledError:
-            # the writer may still insert the run: end it as cancelled right after, in the same queue
-            self.writer.post(EndRun.of(run.run_id, "cancelled", None, "cancelled"))
-            raise
+        else:
+            self.writer.post(InsertRun.of(run, flow_text))
+
+    async def settled(self) -> None:
+        """Wait until every write queued so far is committed (the run rows `create_run` queued)."""
+        if self.writer is not None:
+            await self.writer.write(_nothing)
 
     async def finish_step(self, run_id: str, step: StepRecord, calls: list[CallRecord]) -> None:
         """Write a finished step and its calls; returns once it is durable (`RunStore.finish_step`)."""
@@ -84,3 +86,7 @@ class Recorder:
             self.store.cache_put(key, model, response)
         else:
             self.writer.post(PutCache.of(key, model, response))
+
+
+def _nothing(conn: object) -> None:
+    """A write that only waits for the writes queued before it."""

@@ -38,7 +38,8 @@ async def test_concurrent_steps_share_transactions(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     recorder = Recorder(store)
     for number in range(8):
-        await recorder.create_run(_run(f"r{number}"))
+        recorder.create_run(_run(f"r{number}"))
+    await recorder.settled()
     assert store.writer is not None
     before = store.writer.transactions
     steps = [StepRecord(node=f"n{i}", status="succeeded") for i in range(200)]
@@ -49,10 +50,22 @@ async def test_concurrent_steps_share_transactions(tmp_path: Path) -> None:
     store.close()
 
 
+async def test_a_run_row_is_queued_and_committed_ahead_of_later_writes(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    recorder = Recorder(store)
+    assert recorder.create_run(_run("r")) is None  # queued: the engine's nodes start meanwhile
+    await recorder.finish_step("r", StepRecord(node="a", status="succeeded"), [])
+    assert store.get_run("r") is not None and [step.node for step in store.steps("r")] == ["a"]
+    recorder.create_run(_run("s"))
+    await recorder.settled()
+    assert store.get_run("s") is not None
+    store.close()
+
+
 async def test_a_bad_write_fails_alone(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     recorder = Recorder(store)
-    await recorder.create_run(_run("r"))
+    recorder.create_run(_run("r"))
     good = [recorder.finish_step("r", StepRecord(node=f"n{i}", status="succeeded"), []) for i in range(5)]
     bad = recorder.finish_step("nobody", StepRecord(node="x", status="succeeded"), [])  # no such run: FOREIGN KEY
     results = await asyncio.gather(*good, bad, return_exceptions=True)

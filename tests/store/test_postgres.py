@@ -33,7 +33,7 @@ def test_a_committed_step_is_seen_by_another_connection_and_concurrent_steps_sha
 
     async def one(run_id: str) -> None:
         recorder = Recorder(store)
-        await recorder.create_run(_run(run_id))
+        recorder.create_run(_run(run_id))
         for node in ("a", "b", "c"):
             await recorder.finish_step(run_id, StepRecord(node=node, status="succeeded", tokens=1), [])
             with psycopg.connect(postgres_url) as conn:  # durable before the next step starts
@@ -58,8 +58,9 @@ def test_a_bad_write_fails_alone(postgres_url: str) -> None:
     recorder = Recorder(store)
 
     async def both() -> tuple[BaseException | None, BaseException | None]:
+        recorder.create_run(_run("ok"))
         return await asyncio.gather(
-            recorder.create_run(_run("ok")), recorder.finish_step("missing", StepRecord("a", "succeeded"), []),
+            recorder.settled(), recorder.finish_step("missing", StepRecord("a", "succeeded"), []),
             return_exceptions=True,
         )  # fmt: skip
 

@@ -35,11 +35,13 @@ def test_every_store_has_every_operation_with_its_parameters(store: Store) -> No
 
 
 def test_the_recorder_awaits_the_stores_own_writes_under_their_names() -> None:
-    writes = {"create_run", "finish_step", "finish_run"}
+    writes = {"finish_step", "finish_run"}
     for name in writes:
-        theirs = inspect.signature(getattr(RunStore, name)).parameters
         assert inspect.iscoroutinefunction(getattr(Recorder, name))
+    for name in {*writes, "create_run"}:  # a run's row is queued, not awaited (committed ahead of later writes)
+        theirs = inspect.signature(getattr(RunStore, name)).parameters
         assert list(inspect.signature(getattr(Recorder, name)).parameters) == list(theirs), name
+    assert not inspect.iscoroutinefunction(Recorder.create_run)
     assert list(inspect.signature(Recorder.cache_put).parameters) == list(
         inspect.signature(LLMCache.cache_put).parameters
     )

@@ -108,7 +108,8 @@ def test_rows_are_a_snapshot_taken_when_the_write_is_asked_for() -> None:
 async def test_the_writer_links_each_call_to_its_step(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "s.db")
     recorder = Recorder(store)
-    await asyncio.gather(*(recorder.create_run(_run(f"r{number}")) for number in range(8)))
+    for number in range(8):
+        recorder.create_run(_run(f"r{number}"))
     await asyncio.gather(
         *(
             recorder.finish_step(f"r{i % 8}", StepRecord(node=f"n{i}", status="succeeded"), [_call(f"n{i}", i)])

@@ -122,7 +122,7 @@ def test_flow_names_are_distinct_and_sorted(store: Store) -> None:
 
 async def test_the_engines_writes_equal_the_plain_ones(store: Store) -> None:
     recorder = Recorder(store)
-    await recorder.create_run(_run("r1"), "flowstudio: 1\n")
+    recorder.create_run(_run("r1"), "flowstudio: 1\n")
     await recorder.finish_step("r1", StepRecord(node="a", status="succeeded", tokens=3, cost_usd=0.5), [])
     recorder.cache_put("k", "scripted", {"text": "yo"})
     done = await recorder.finish_run("r1", status="succeeded", outputs={"x": 1}, error=None)
