@@ -18,6 +18,9 @@ from studio.runtime.durability import choose
 from studio.runtime.engine import Engine, RunOptions
 from studio.runtime.runner import resume_run_async, run_flow_async
 from studio.store import MemoryStore
+from studio.store.base import StepRecord
+from studio.store.group import GroupWriter
+from studio.store.rows import COLUMNS, InsertStep
 from studio.store.sqlite import SQLiteStore
 from tests.serve.conftest import Server, serve_command
 
@@ -192,3 +195,35 @@ async def test_a_step_the_store_refuses_ends_the_run_failed_not_running(mode: st
         await Engine(store).run(plan, {}, options=RunOptions(durability=mode, cache=False))
     run = store.query_runs()[0]
     assert run.status == "failed" and "No space left on device" in (run.error or "")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_the_last_step_shares_the_ends_commit(tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing but the run's end waits on its last step, so both are one transaction; every
+    other step is committed before the end is queued."""
+    batches: list[list[str]] = []
+    transaction = GroupWriter._transaction
+
+    def seen(self: GroupWriter, conn: Any, items: list[Any]) -> None:
+        batches.append([_named(item.write) for item in items])
+        transaction(self, conn, items)
+
+    monkeypatch.setattr(GroupWriter, "_transaction", seen)
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        plan = compile_flow(load_flow_text(FAN))
+        result = await Engine(store).run(plan, {}, options=RunOptions(durability=mode, cache=False))
+        assert result.status == "succeeded" and store.get_run(result.run_id).steps == 4
+        *earlier, last = batches
+        assert last[-2:] == ["c", "EndRun"], batches
+        assert sorted(node for batch in earlier for node in batch if node in "abd") == ["a", "b", "d"]
+        assert batches[0][0] == "InsertRun"  # queued first: committed ahead of every step
+    finally:
+        store.close()
+
+
+def _named(write: Any) -> str:
+    """A queued write as the test names it: a step by its node, any other by its kind."""
+    if isinstance(write, InsertStep):
+        return str(write.row[COLUMNS[StepRecord].index("node")])
+    return type(write).__name__

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +422,24 @@ def test_a_stopped_server_leaves_its_background_runs_to_the_next_start(tmp_path:
     finally:
         second.stop()
     assert [s["node"] for s in trace] == ["first", "second", "third"]
+
+
+def test_a_background_run_is_answered_once_its_row_is_committed(tmp_path: Path, flows_dir: Path) -> None:
+    """The run's row is queued as it starts; the 202 that gives the client its id waits for the
+    commit, so the id is always found. Holding the writers' turn (the lock file) holds the commit."""
+    db = tmp_path / "runs.db"
+    running = Server(serve_command(flows_dir, db)).start()
+    try:
+        with running.client() as client, open(f"{db}-writer.lock", "a+") as turns:
+            fcntl.flock(turns, fcntl.LOCK_EX)
+            with ThreadPoolExecutor(1) as pool:
+                body = {"inputs": {"topic": "held"}, "mode": "background"}
+                answer = pool.submit(client.post, "/flows/steps/runs", json=body)
+                time.sleep(1.0)
+                assert not answer.done()  # the run started (its first step is under way), the row is not committed
+                fcntl.flock(turns, fcntl.LOCK_UN)
+                started = answer.result(timeout=30)
+            assert started.status_code == 202, started.text
+            assert client.get(f"/runs/{started.json()['run_id']}").status_code == 200
+    finally:
+        running.stop()
