@@ -7,6 +7,7 @@ line, a record kept outside the store (crash drills count calls with it).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -55,10 +56,14 @@ class ScriptedModel:
         self._turns: dict[int, int] = {}
         self.cacheable = not any(rule.replies for rule in rules)
         """False when a rule answers in turn: a cached reply would hide the next turn."""
-        rules_json = json.dumps([r.model_dump(mode="json") for r in rules], sort_keys=True)
-        self.fingerprint = f"{rules_json}|{input_cost_per_token}|{output_cost_per_token}"
-        """What the LLM cache keys on besides the prompt: editing a script invalidates it."""
         self._patterns = [re.compile(r.match) if r.match else None for r in rules]
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """What the LLM cache keys on besides the prompt: editing a script invalidates it (made
+        once, on the first cached call: a model is built per run)."""
+        rules_json = json.dumps([r.model_dump(mode="json") for r in self.rules], sort_keys=True)
+        return f"{rules_json}|{self.input_cost}|{self.output_cost}"
 
     async def complete(self, request: Request) -> Completion:
         return (await self._answer(request))[0]

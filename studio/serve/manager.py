@@ -8,7 +8,9 @@ ledger (`studio.serve.ledger`): on SQLite a server started again resumes it from
 when the server that owned it is gone; on PostgreSQL it is a leased row of a work queue that
 another replica claims and resumes when the owner stops renewing it. The id of every event the
 store's step rows cannot rebuild (`step_started`, a resume's `run_started`) goes to
-`serve_events` as it is sent, so a replay gives it the same id, on any replica. On PostgreSQL a
+`serve_events` as it is sent, so a replay gives it the same id, on any replica. A `wait` run that
+no one follows sends its `step_started` events to no one: it records their ids only if a follower
+arrives while the step runs (a replay numbers the others from their rows). On PostgreSQL a
 background run's writes are fenced by this server's lease: one refused (`LeaseLost`, the run was
 taken over while this server was paused or cut off) stops the run here.
 
@@ -81,6 +83,9 @@ class RunTask:
     task: asyncio.Task[RunResult] | None = None
     version: str | None = None
     """The version the run records (set as it starts)."""
+    unsent: dict[str, Event] = field(default_factory=dict)
+    """`step_started` events of steps in flight that no client has been sent, by node: a `wait` run
+    nobody follows records no event id; a follower's arrival records these (`announce`)."""
 
     def hook(self, *, event: str, **details: Any) -> None:
         """Relay the engine's events to the channel (the engine calls every hook with keywords)."""
@@ -94,10 +99,15 @@ class RunTask:
             if not self.started.done():
                 self.started.set_result(run_id)
         elif event == "step_started":
-            self.manager.record(self.channel.after(event, {"run_id": details["run_id"], "node": details["node"]}))
+            started = self.channel.after(event, {"run_id": details["run_id"], "node": details["node"]})
+            if self.channel.listeners or self.mode != "wait" or self.manager.siblings:
+                self.manager.record(started)
+            else:
+                self.unsent[details["node"]] = started
         elif event == "token":
             self.channel.token({"run_id": details["run_id"], "node": details["node"], "text": details["text"]})
         elif event == "step_finished":
+            self.unsent.pop(details["step"].node, None)  # replayed from its row, as no one saw its id
             self.channel.row(functools.partial(step_data, details["run_id"], details["step"]))
         elif event == "run_finished" and details.get("status") != "cancelled" and self.channel.listeners:
             self.finish()
@@ -110,6 +120,14 @@ class RunTask:
         steps = store.steps(run_id)
         after = last_key(steps, self.manager.announced(run_id), self.resuming)
         self.manager.record(self.channel.start(run_id, flow, len(steps), after))
+
+    def announce(self) -> list[Event]:
+        """Record the `step_started` events of steps in flight that no one was sent (a follower
+        arrived): returns them, for the follower's replay."""
+        unsent, self.unsent = list(self.unsent.values()), {}
+        for event in unsent:
+            self.manager.record(event)
+        return unsent
 
     def finish(self) -> None:
         """Send `waiting` and `run_finished` as the store has the stopped run."""
@@ -268,7 +286,10 @@ class RunManager:
         last = after
         try:
             record = self.get(run_id)
-            for event in self.replay(run_id):
+            replayed = self.replay(run_id)
+            if live is not None and live.unsent:
+                replayed = sorted([*replayed, *live.announce()], key=lambda event: event.key)
+            for event in replayed:
                 if last is None or event.key > last:
                     last = event.key
                     yield event

@@ -443,3 +443,38 @@ def test_a_background_run_is_answered_once_its_row_is_committed(tmp_path: Path, 
             assert client.get(f"/runs/{started.json()['run_id']}").status_code == 200
     finally:
         running.stop()
+
+
+def test_a_wait_run_records_event_ids_only_once_someone_follows_it(tmp_path: Path, flows_dir: Path) -> None:
+    """A `wait` run sends its events to no one and records no event id; a follower arriving
+    mid-run gets the running step's `step_started`, and every later replay gives the same ids."""
+    db = tmp_path / "runs.db"
+    running = Server(serve_command(flows_dir, db)).start()
+    try:
+        with running.client() as client, ThreadPoolExecutor(1) as pool:
+            alone = client.post("/flows/steps/runs", json={"inputs": {"topic": "alone"}})
+            assert alone.status_code == 200
+            assert sqlite3.connect(db).execute("SELECT count(*) FROM serve_events").fetchone() == (0,)
+            waited = pool.submit(client.post, "/flows/steps/runs", json={"inputs": {"topic": "watched"}})
+            run_id = _running_run(db)
+            time.sleep(0.7)  # the first step has finished, the second is under way
+            live = events_of(client, "GET", f"/runs/{run_id}/events")
+            assert waited.result(timeout=30).json()["status"] == "succeeded"
+            assert [e.event for e in live].count("step_started") == 3 and live[-1].event == "run_finished"
+            replayed = events_of(client, "GET", f"/runs/{run_id}/events")
+            assert [(e.id, e.event) for e in replayed] == [(e.id, e.event) for e in live]
+            once = events_of(client, "GET", f"/runs/{alone.json()['run_id']}/events")
+            assert [e.id for e in once if e.event == "step_started"] == ["1", "3", "5"]
+    finally:
+        running.stop()
+
+
+def _running_run(db: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with sqlite3.connect(db) as conn:
+            row = conn.execute("SELECT run_id FROM runs WHERE status = 'running'").fetchone()
+        if row:
+            return str(row[0])
+        time.sleep(0.02)
+    raise AssertionError("no run started")
