@@ -4,7 +4,7 @@
   only the steps in flight. The run's last step, which nothing but the end waits on, shares the
   end's commit.
 - `async`: a step's write is queued in the background and its dependents start at once; the
-  run's end waits for every queued write before the run is made final. A crash loses at most
+  run's end is committed with or after every queued write, never before. A crash loses at most
   the steps whose writes were still queued, never a finished run's record.
 - `exit`: steps are kept in memory and written together with the run's end (one group
   commit). A crash before the end leaves the run with no steps: a resume runs it from the start.
@@ -134,9 +134,22 @@ class AsyncWriter(SyncWriter):
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
     ) -> RunRecord:
-        """Wait for the queued steps, then write the kept ones with the run's end."""
-        await self._steps_written()
-        return await super().end(run_id, status=status, outputs=outputs, error=error)
+        """Write the kept steps with the run's end once the queued steps are written: queued behind
+        them at once where the store keeps the order of writes (so a writer that has not got to
+        them yet commits them all together), else after waiting for them. A step that failed is
+        raised, after the end (the engine then ends the run `failed`)."""
+        if not self.recorder.in_order:
+            await self._steps_written()
+            return await super().end(run_id, status=status, outputs=outputs, error=error)
+        pending, self.pending = self.pending, []  # started before the end's own writes: queued first
+        record, *results = await asyncio.gather(
+            super().end(run_id, status=status, outputs=outputs, error=error), *pending, return_exceptions=True
+        )
+        for result in [*results, record]:
+            if isinstance(result, BaseException):
+                raise result
+        assert isinstance(record, RunRecord)
+        return record
 
 
 class ExitWriter(SyncWriter):
