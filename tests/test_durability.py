@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from studio.runtime.runner import resume_run_async, run_flow_async
 from studio.store import MemoryStore
 from studio.store.base import StepRecord
 from studio.store.group import GroupWriter
+from studio.store.recorder import Recorder
 from studio.store.rows import COLUMNS, InsertStep
 from studio.store.sqlite import SQLiteStore
 from tests.serve.conftest import Server, serve_command
@@ -231,3 +233,37 @@ def _named(write: Any) -> str:
     if isinstance(write, InsertStep):
         return str(write.row[COLUMNS[StepRecord].index("node")])
     return type(write).__name__
+
+
+async def test_an_async_runs_end_is_queued_behind_its_steps_not_after_their_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the writer is still busy with the run's first transaction, the end is already queued
+    behind the steps (so they can share one commit), and it is committed no earlier than them."""
+    end_queued = threading.Event()
+    seen_in_first: list[bool] = []
+    batches: list[list[str]] = []
+    transaction, finish_run = GroupWriter._transaction, Recorder.finish_run
+
+    def held(self: GroupWriter, conn: Any, items: list[Any]) -> None:
+        if not seen_in_first:  # the first transaction waits until the end is queued (or 5 s)
+            seen_in_first.append(end_queued.wait(timeout=5))
+        batches.append([_named(item.write) for item in items])
+        transaction(self, conn, items)
+
+    async def ending(self: Recorder, run_id: str, **kwargs: Any) -> Any:
+        end_queued.set()
+        return await finish_run(self, run_id, **kwargs)
+
+    monkeypatch.setattr(GroupWriter, "_transaction", held)
+    monkeypatch.setattr(Recorder, "finish_run", ending)
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        plan = compile_flow(load_flow_text(FAN))
+        result = await Engine(store).run(plan, {}, options=RunOptions(durability="async", cache=False))
+        assert result.status == "succeeded" and store.get_run(result.run_id).steps == 4
+    finally:
+        store.close()
+    assert seen_in_first == [True], batches
+    written = [name for batch in batches for name in batch]
+    assert written[0] == "InsertRun" and written[-1] == "EndRun" and sorted(written[1:-1]) == ["a", "b", "c", "d"]
