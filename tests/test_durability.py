@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -267,3 +268,27 @@ async def test_an_async_runs_end_is_queued_behind_its_steps_not_after_their_comm
     assert seen_in_first == [True], batches
     written = [name for batch in batches for name in batch]
     assert written[0] == "InsertRun" and written[-1] == "EndRun" and sorted(written[1:-1]) == ["a", "b", "c", "d"]
+
+
+async def test_an_async_step_the_writer_refuses_ends_the_run_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The end is queued behind the steps, so it may commit before a refused step is known: the
+    run is then ended `failed` after all, naming the refusal, never left `succeeded`."""
+    transaction = GroupWriter._transaction
+
+    def refusing(self: GroupWriter, conn: Any, items: list[Any]) -> None:
+        if any(_named(item.write) == "b" for item in items):
+            raise sqlite3.OperationalError("disk I/O error")
+        transaction(self, conn, items)
+
+    monkeypatch.setattr(GroupWriter, "_transaction", refusing)
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        plan = compile_flow(load_flow_text(FAN))
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+            await Engine(store).run(plan, {}, options=RunOptions(durability="async", cache=False))
+        run = store.query_runs()[0]
+        assert run.status == "failed" and "disk I/O error" in (run.error or ""), run
+    finally:
+        store.close()
