@@ -20,6 +20,7 @@ import cProfile
 import json
 import pstats
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -27,17 +28,21 @@ from typing import Any
 
 import uvloop
 
-from studio.serve.app import create_app
-
 ROOT = Path(__file__).resolve().parent.parent
-FLOW = ROOT / "bench" / "flows" / "serve-three.yaml"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.serve import EXPECTED, FLOW  # noqa: E402
+from studio.serve.app import create_app  # noqa: E402
+
 PATH = "/flows/serve-three/runs"
 BODY = json.dumps({"inputs": {"topic": "cats"}}).encode()
 WARM_UP = 200
 
 
 async def post(app: Any) -> None:
-    """One `wait` run through the whole ASGI app (middleware included); fails unless 200."""
+    """One `wait` run through the whole ASGI app (middleware included); fails unless it answers
+    200 and the flow's expected output."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -71,7 +76,8 @@ async def post(app: Any) -> None:
         sent.append(message)
 
     await app(scope, receive, send)
-    assert sent[0]["status"] == 200, sent
+    answer = json.loads(b"".join(message.get("body", b"") for message in sent[1:]))
+    assert sent[0]["status"] == 200 and answer["outputs"]["headline"] == EXPECTED, sent
 
 
 async def measure(mode: str, requests: int, folder: Path, profile: cProfile.Profile | None) -> tuple[float, float]:

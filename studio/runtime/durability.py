@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from typing import Any, Protocol
 
 from studio.flow.spec import DURABILITIES, Durability
@@ -124,12 +124,15 @@ class AsyncWriter(SyncWriter):
         await self._steps_written()
         await super().flush()
 
-    async def _steps_written(self) -> None:
+    async def _steps_written(self, *after: Awaitable[Any]) -> list[Any]:
+        """Wait for every queued step commit and for `after` (started behind them, so their writes
+        queue behind the steps'); raises the first error, once all are done; returns what `after` gave."""
         pending, self.pending = self.pending, []
-        results = await asyncio.gather(*pending, return_exceptions=True)
+        results = await asyncio.gather(*pending, *after, return_exceptions=True)
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+        return results[len(pending) :]
 
     async def end(
         self, run_id: str, *, status: RunStatus, outputs: dict[str, Any] | None, error: str | None
@@ -141,13 +144,7 @@ class AsyncWriter(SyncWriter):
         if not self.recorder.in_order:
             await self._steps_written()
             return await super().end(run_id, status=status, outputs=outputs, error=error)
-        pending, self.pending = self.pending, []  # started before the end's own writes: queued first
-        record, *results = await asyncio.gather(
-            super().end(run_id, status=status, outputs=outputs, error=error), *pending, return_exceptions=True
-        )
-        for result in [*results, record]:
-            if isinstance(result, BaseException):
-                raise result
+        (record,) = await self._steps_written(super().end(run_id, status=status, outputs=outputs, error=error))
         assert isinstance(record, RunRecord)
         return record
 
