@@ -47,6 +47,10 @@ PF_FLOW = ROOT / "bench" / "flows" / "serve-promptflow"
 PF = ROOT / "bench" / ".venv-promptflow" / "bin" / "pf"
 LEVELS = (1, 16, 64)
 EXPECTED = "A SCRIPTED HEADLINE!"
+WARM_UP = 200
+"""Requests before the first level: imports, caches, connections, and a store past its first
+checkpoint (a new SQLite file's write-ahead log grows, and each fsync of a growing file costs more,
+until the first checkpoint lets it wrap around), so each level measures the steady state."""
 
 
 @dataclass
@@ -202,8 +206,8 @@ async def level(target: Target, concurrency: int, total: int) -> dict[str, Any]:
 
 
 def measure(target: Target, requests: int) -> list[dict[str, Any]]:
-    asyncio.run(level(target, 4, 40))  # warm-up: imports, caches, connections
-    return [asyncio.run(level(target, c, max(requests // 4, 50) if c == 1 else requests)) for c in LEVELS]
+    asyncio.run(level(target, 4, WARM_UP))
+    return [asyncio.run(level(target, c, max(requests // 2, 50) if c == 1 else requests)) for c in LEVELS]
 
 
 def ratios(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -257,12 +261,15 @@ def table(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="Turns of every server (figures are medians).")
-    parser.add_argument("--requests", type=int, default=400, help="Requests per level (a quarter at concurrency 1).")
+    parser.add_argument("--requests", type=int, default=400, help="Requests per level (half at concurrency 1).")
     parser.add_argument("--no-promptflow", action="store_true", help="Measure Flowstudio only.")
     parser.add_argument("--engines", default="flask", help="Prompt flow engines to measure (flask,fastapi).")
     parser.add_argument("--modes", default="sync,async,exit", help="Flowstudio durability modes to measure.")
     parser.add_argument(
         "--workers", default="1,2", help="Flowstudio `--workers` counts to measure (each with every mode)."
+    )
+    parser.add_argument(
+        "--db-dir", type=Path, help="Where the stores go (default: a temporary folder; /dev/shm: no disk)."
     )
     args = parser.parse_args()
     engines = [] if args.no_promptflow else args.engines.split(",")
@@ -270,7 +277,7 @@ def main() -> None:
         sys.exit("bench/.venv-promptflow is missing: bash bench/setup_promptflow.sh (or --no-promptflow)")
     runs: dict[str, list[list[dict[str, Any]]]] = {}
     loads = [os.getloadavg()[0]]
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="serve-bench-", dir=args.db_dir) as tmp:
         for number in range(args.rounds):
             for workers in (int(count) for count in args.workers.split(",")):
                 for mode in args.modes.split(","):
@@ -284,6 +291,7 @@ def main() -> None:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "flow": "template -> scripted model -> template",
         "rounds": args.rounds,
+        "stores_in": str(Path(tmp).parent),
         "load_average": [round(load, 1) for load in loads],
         "servers": servers,
     }

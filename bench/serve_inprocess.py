@@ -3,12 +3,14 @@
 
 What it isolates: the app, the engine and the store's commits per request, with neither uvicorn
 nor a client process sharing the CPU, so a change on the request path shows here before it shows
-in `bench/serve.py`'s end-to-end figures. Prints milliseconds per request and the transactions
-the group-commit writer made per run, for each durability mode in turns (A B C A B C ...);
-`--profile MODE` prints a cProfile of that mode instead.
+in `bench/serve.py`'s end-to-end figures. Prints milliseconds per request, the transactions the
+group-commit writer made per run and the milliseconds each took on its thread (SQLite's work and
+the fsync), for each durability mode in turns (A B C A B C ...); `--profile MODE` prints a
+cProfile of that mode instead. `--db-dir /dev/shm` puts the stores in memory: what the disk costs
+is the difference.
 
 Run:
-    .venv/bin/python bench/serve_inprocess.py [--requests 2000] [--rounds 2] [--modes exit,async,sync]
+    .venv/bin/python bench/serve_inprocess.py [--requests 2000] [--rounds 2] [--modes exit,async,sync] [--db-dir DIR]
     .venv/bin/python bench/serve_inprocess.py --profile exit [--sort tottime]
 """
 
@@ -80,14 +82,15 @@ async def post(app: Any) -> None:
     assert sent[0]["status"] == 200 and answer["outputs"]["headline"] == EXPECTED, sent
 
 
-async def measure(mode: str, requests: int, folder: Path, profile: cProfile.Profile | None) -> tuple[float, float]:
-    """Milliseconds per request and transactions per run, for `requests` runs after a warm-up."""
+async def measure(mode: str, requests: int, folder: Path, profile: cProfile.Profile | None) -> dict[str, float]:
+    """Milliseconds per request, transactions per run and milliseconds per transaction (the
+    writer thread's: SQLite's work and the fsync), for `requests` runs after a warm-up."""
     app = create_app(FLOW, db=folder / f"{mode}-{time.monotonic_ns()}.db", durability=mode)  # type: ignore[arg-type]
     async with app.router.lifespan_context(app):
         for _ in range(WARM_UP):
             await post(app)
         writer = app.state.manager.store.writer
-        before = writer.transactions
+        transactions, busy_s = writer.transactions, writer.busy_s
         if profile is not None:
             profile.enable()
         started = time.perf_counter()
@@ -96,8 +99,12 @@ async def measure(mode: str, requests: int, folder: Path, profile: cProfile.Prof
         elapsed = time.perf_counter() - started
         if profile is not None:
             profile.disable()
-        committed = writer.transactions - before
-    return elapsed / requests * 1000, committed / requests
+        transactions, busy_s = writer.transactions - transactions, writer.busy_s - busy_s
+    return {
+        "ms_per_request": elapsed / requests * 1000,
+        "transactions_per_run": transactions / requests,
+        "ms_per_transaction": busy_s / max(transactions, 1) * 1000,
+    }
 
 
 def main() -> None:
@@ -107,26 +114,31 @@ def main() -> None:
     parser.add_argument("--modes", default="exit,async,sync", help="Durability modes, measured in turns.")
     parser.add_argument("--profile", metavar="MODE", help="Profile one mode instead (cProfile).")
     parser.add_argument("--sort", default="cumulative", help="The profile's sort key.")
+    parser.add_argument(
+        "--db-dir", type=Path, help="Where the stores go (default: a temporary folder; /dev/shm: no disk)."
+    )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="serve-inprocess-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="serve-inprocess-", dir=args.db_dir) as tmp:
         if args.profile:
             profile = cProfile.Profile()
             uvloop.run(measure(args.profile, args.requests, Path(tmp), profile))
             pstats.Stats(profile).sort_stats(args.sort).print_stats(45)
             return
-        figures: dict[str, list[tuple[float, float]]] = {}
+        figures: dict[str, list[dict[str, float]]] = {}
         for _ in range(args.rounds):
             for mode in args.modes.split(","):
                 figures.setdefault(mode, []).append(uvloop.run(measure(mode, args.requests, Path(tmp), None)))
     report = {
         mode: {
-            "ms_per_request_each_round": [round(ms, 3) for ms, _ in rounds],
-            "ms_per_request_median": round(statistics.median(ms for ms, _ in rounds), 3),
-            "transactions_per_run": round(statistics.median(t for _, t in rounds), 2),
+            "ms_per_request_each_round": [round(each["ms_per_request"], 3) for each in rounds],
+            **{key: round(statistics.median(each[key] for each in rounds), 3) for key in rounds[0]},
         }
         for mode, rounds in figures.items()
     }
-    print(json.dumps({"requests": args.requests, "rounds": args.rounds, "modes": report}, indent=1))
+    stores = str(args.db_dir or Path(tempfile.gettempdir()))
+    print(
+        json.dumps({"requests": args.requests, "rounds": args.rounds, "stores_in": stores, "modes": report}, indent=1)
+    )
 
 
 if __name__ == "__main__":

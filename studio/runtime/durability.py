@@ -11,7 +11,8 @@
 
 The run row itself is queued when the run starts in every mode and committed ahead of every later
 write (the writer keeps their order): before a `sync` run's first dependent starts, in the
-background while an `async` or `exit` run's nodes run, at the latest with the run's end. So a run
+background while an `async` or `exit` run's nodes run (a few milliseconds after the start, the
+writer's linger, if no awaited write comes sooner), at the latest with the run's end. So a run
 that crashed after its first commit is listed (`interrupted`) and `resume` finds it; a server tells
 a client a run's id before the run ends (a background run, a stream) only once its row is committed. Chosen per run (`RunOptions.durability`, the CLI's
 `--durability`), per flow (the flow file's `durability:`) or per server (`serve --durability`).

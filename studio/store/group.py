@@ -6,7 +6,8 @@ commit before its dependents start, so the checkpoint rule holds; but while one 
 being synced to disk, the next steps queue up and go to disk together. The writer has its own
 connection (WAL: readers never wait for it) with the same pragmas as every writer,
 `synchronous=FULL` included. A write that fails alone is retried alone, so one bad row never
-takes its neighbours down with it.
+takes its neighbours down with it. Writes nobody waits for (`post`: a run's row, a cached reply,
+an event) wait up to `LINGER_S` for one that somebody does, so they share its fsync.
 
 Several processes on one file (the workers of `flowstudio serve --workers N`) each have their own
 writer. Between them, SQLite's lock alone makes a writer that finds the file locked sleep and
@@ -30,6 +31,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,11 @@ Apply = Callable[[sqlite3.Connection, Sequence[Write]], list[Any]]
 """Runs writes in order inside one transaction and returns what each returned (it may merge them)."""
 MAX_BATCH = 512
 """Most writes committed in one transaction."""
+LINGER_S = 0.005
+"""How long a batch that nobody waits for (only `post`ed writes: a run's row, a cached reply, an
+event) waits for company before it is committed alone. A run's row is posted when the run starts
+and its end (or first step) is awaited a moment later: committed apart, the two cost two fsyncs,
+and the awaited one waits for both."""
 LOCK = "-writer.lock"
 """The suffix of the lock file beside the database that the writers of several processes take turns on."""
 
@@ -100,6 +107,8 @@ class GroupWriter:
         """Transactions committed so far (each one fsync)."""
         self.writes = 0
         """Writes committed so far."""
+        self.busy_s = 0.0
+        """Seconds spent in transactions so far (SQLite's work, the fsync, retries alone)."""
 
     async def write(self, write: Write) -> Any:
         """Queue a write and wait until it is committed; returns what the write returned, raises what it raised."""
@@ -135,7 +144,10 @@ class GroupWriter:
                 first = self._queue.get()
                 if first is None:
                     return
-                batch, stop = self._drain(first)
+                batch = [first]
+                stop = self._drain(batch)
+                if not stop and all(item.future is None for item in batch):
+                    stop = self._linger(batch)
                 self._commit(conn, batch)
                 if stop:
                     return
@@ -148,19 +160,36 @@ class GroupWriter:
         """The lock file the writers of several processes on this SQLite file take turns on."""
         return os.open(f"{self.path}{LOCK}", os.O_RDWR | os.O_CREAT, 0o644) if fcntl else None
 
-    def _drain(self, first: _Item) -> tuple[list[_Item], bool]:
-        batch = [first]
+    def _drain(self, batch: list[_Item]) -> bool:
+        """Add the writes queued by now to `batch` (up to `MAX_BATCH`); True: `close` was asked for."""
         while len(batch) < MAX_BATCH:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                break
+                return False
             if item is None:
-                return batch, True
+                return True
             batch.append(item)
-        return batch, False
+        return False
+
+    def _linger(self, batch: list[_Item]) -> bool:
+        """Add to a batch nobody waits for the writes queued within `LINGER_S`, until one that is
+        waited for arrives (then the rest queued by then); True: `close` was asked for meanwhile."""
+        deadline = time.monotonic() + LINGER_S
+        while len(batch) < MAX_BATCH:
+            try:
+                item = self._queue.get(timeout=max(deadline - time.monotonic(), 0))
+            except queue.Empty:
+                return False
+            if item is None:
+                return True
+            batch.append(item)
+            if item.future is not None:
+                return self._drain(batch)
+        return False
 
     def _commit(self, conn: Any, batch: list[_Item]) -> None:
+        started = time.perf_counter()
         try:
             self._transaction(conn, batch)
         except Exception:
@@ -172,6 +201,7 @@ class GroupWriter:
         else:
             self.transactions += 1
             self.writes += len(batch)
+        self.busy_s += time.perf_counter() - started
         _wake(batch)
 
     def _transaction(self, conn: Any, items: list[_Item]) -> None:

@@ -48,7 +48,8 @@ class Recorder:
     def create_run(self, run: RunRecord, flow_text: str | None = None) -> None:
         """Record a new run, with the flow text it runs (`RunStore.create_run`). On a group-commit
         writer the row is queued, not awaited: it is committed before (or with) any write queued
-        after it, so the run's first awaited write (a `sync` step, the end) makes it durable too;
+        after it, so the run's first awaited write (a `sync` step, the end) makes it durable too,
+        and otherwise once the writer's linger is over (`studio.store.group.LINGER_S`);
         `settled` waits for it where someone must find the run before that (a background run's id)."""
         if self.writer is None:
             self.store.create_run(run, flow_text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,9 @@ import pytest
 from studio.flow.spec import load_flow_text
 from studio.runtime.compiler import compile_flow
 from studio.runtime.engine import Engine
-from studio.store import SQLiteStore
+from studio.store import SQLiteStore, group
 from studio.store.base import RunRecord, StepRecord
+from studio.store.group import GroupWriter
 from studio.store.recorder import Recorder
 
 CHAIN = """flowstudio: 1
@@ -108,4 +110,56 @@ async def test_a_steps_dependents_start_only_after_its_commit(tmp_path: Path, gr
     engine = Engine(store, hooks=[hook])
     results = await asyncio.gather(*(engine.run(plan, {"q": str(i)}) for i in range(16)))
     assert {r.status for r in results} == {"succeeded"} and problems == []
+    store.close()
+
+
+def _noted(conn: sqlite3.Connection, value: int = 1) -> None:
+    conn.execute("INSERT INTO noted VALUES (?)", (value,))
+
+
+def _one_posted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linger_s: float) -> tuple[SQLiteStore, GroupWriter]:
+    """A store whose writer lingers `linger_s` and has one write posted (nobody waits for it)."""
+    monkeypatch.setattr(group, "LINGER_S", linger_s)
+    store = SQLiteStore(tmp_path / "s.db")
+    store.conn.execute("CREATE TABLE noted (value INTEGER)")
+    assert store.writer is not None
+    store.writer.post(_noted)
+    return store, store.writer
+
+
+def _noted_rows(store: SQLiteStore) -> int:
+    return int(store.conn.execute("SELECT count(*) FROM noted").fetchone()[0])
+
+
+async def test_a_write_nobody_waits_for_lingers_to_share_the_next_awaited_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's row is posted and its end awaited a moment later: one transaction, one fsync."""
+    store, writer = _one_posted(tmp_path, monkeypatch, 0.5)
+    await asyncio.sleep(0.05)  # the writer has long picked the posted write up
+    await writer.write(lambda conn: _noted(conn, 2))
+    assert (writer.transactions, writer.writes, _noted_rows(store)) == (1, 2, 2)
+    store.close()
+
+
+async def test_a_write_nobody_waits_for_is_committed_alone_after_the_linger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, writer = _one_posted(tmp_path, monkeypatch, 0.2)
+    await asyncio.sleep(0.05)
+    assert writer.transactions == 0  # still waiting for company
+    for _ in range(100):
+        if writer.transactions:
+            break
+        await asyncio.sleep(0.05)
+    assert (writer.transactions, _noted_rows(store)) == (1, 1)
+    store.close()
+
+
+def test_closing_a_lingering_writer_commits_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store, writer = _one_posted(tmp_path, monkeypatch, 30.0)
+    started = time.monotonic()
+    writer.close()
+    assert time.monotonic() - started < 5
+    assert _noted_rows(store) == 1
     store.close()
