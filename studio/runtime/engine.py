@@ -215,6 +215,9 @@ class _Graph:
         self.results: dict[str, dict[str, Any] | _Skipped] = {}
         self.arrival: dict[str, int] = {}
         """Order in which nodes finished, for `gather_order() == "arrival"`."""
+        self.gaps = False
+        """Whether a wire may read nothing yet: a node was skipped, or one with routes finished
+        (until then no node can miss an input, and the readiness rule is not walked)."""
         self.failure: str | None = None
         self.crash: Exception | None = None
         """An error no node caught (the store refused a step): the run stops and the caller gets it."""
@@ -259,6 +262,8 @@ class _Graph:
         """The readiness rule: a required input that reads a skipped node (or branch) skips the node;
         an optional one (`T | null`) reads null; a `gathers` list needs one available option, unless
         its node runs on none (`gathers_none`)."""
+        if not self.gaps and not node.node.gathers:
+            return False
         ports: dict[str, PortType] | None = None
         for name, value in node.inputs.items():
             if name == node.node.gathers and isinstance(value, list):
@@ -286,6 +291,8 @@ class _Graph:
 
     def _done(self, node_id: str, result: dict[str, Any] | _Skipped) -> None:
         self.results[node_id] = result
+        if isinstance(result, _Skipped) or self.plan.nodes[node_id].node.routes:
+            self.gaps = True
         self.arrival[node_id] = len(self.arrival)
 
     def outputs(self) -> dict[str, Any]:
@@ -395,9 +402,10 @@ class _Graph:
 
     async def _finish(self, step: StepRecord, calls: list[CallRecord], seconds: float) -> None:
         step.ended_at = now()
-        step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
-        step.cost_usd = sum(c.cost_usd for c in calls)
-        step.cached = bool(calls) and all(c.cache_hit for c in calls)
+        if calls:  # else the record's zeros stand
+            step.tokens = sum(c.input_tokens + c.output_tokens for c in calls)
+            step.cost_usd = sum(c.cost_usd for c in calls)
+            step.cached = all(c.cache_hit for c in calls)
         last = not self.depth and len(self.results) == len(self.plan.nodes)  # the run's last node
         await self.shared.writer.step(self.shared.run.run_id, step, calls, last)
         if step.status == "failed" and self.failure is None:
