@@ -258,6 +258,13 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def add_db_dir(parser: argparse.ArgumentParser) -> None:
+    """`--db-dir`: where the stores go (also `bench/serve_inprocess.py`'s)."""
+    parser.add_argument(
+        "--db-dir", type=Path, help="Where the stores go (default: a temporary folder; /dev/shm: no disk)."
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="Turns of every server (figures are medians).")
@@ -268,9 +275,7 @@ def main() -> None:
     parser.add_argument(
         "--workers", default="1,2", help="Flowstudio `--workers` counts to measure (each with every mode)."
     )
-    parser.add_argument(
-        "--db-dir", type=Path, help="Where the stores go (default: a temporary folder; /dev/shm: no disk)."
-    )
+    add_db_dir(parser)
     args = parser.parse_args()
     engines = [] if args.no_promptflow else args.engines.split(",")
     if engines and not PF.exists():

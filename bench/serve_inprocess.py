@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.serve import EXPECTED, FLOW  # noqa: E402
+from bench.serve import EXPECTED, FLOW, add_db_dir  # noqa: E402
 from studio.serve.app import create_app  # noqa: E402
 
 PATH = "/flows/serve-three/runs"
@@ -114,9 +114,7 @@ def main() -> None:
     parser.add_argument("--modes", default="exit,async,sync", help="Durability modes, measured in turns.")
     parser.add_argument("--profile", metavar="MODE", help="Profile one mode instead (cProfile).")
     parser.add_argument("--sort", default="cumulative", help="The profile's sort key.")
-    parser.add_argument(
-        "--db-dir", type=Path, help="Where the stores go (default: a temporary folder; /dev/shm: no disk)."
-    )
+    add_db_dir(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="serve-inprocess-", dir=args.db_dir) as tmp:
         if args.profile:
@@ -128,6 +126,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for mode in args.modes.split(","):
                 figures.setdefault(mode, []).append(uvloop.run(measure(mode, args.requests, Path(tmp), None)))
+        stores = str(Path(tmp).parent)
     report = {
         mode: {
             "ms_per_request_each_round": [round(each["ms_per_request"], 3) for each in rounds],
@@ -135,7 +134,6 @@ def main() -> None:
         }
         for mode, rounds in figures.items()
     }
-    stores = str(args.db_dir or Path(tempfile.gettempdir()))
     print(
         json.dumps({"requests": args.requests, "rounds": args.rounds, "stores_in": stores, "modes": report}, indent=1)
     )
